@@ -1,0 +1,25 @@
+"""The training data contract, named in one place.
+
+Builders return a `datasets.Dataset`; its text columns decide what an objective sees:
+one text column = dropout positives (unsupervised SimCSE), two = (anchor, positive) pairs,
+three = (anchor, positive, hard negative) triplets, as SimCSE's `num_sent`.
+"""
+
+ANCHOR = "anchor"
+POSITIVE = "positive"
+NEGATIVE = "negative"
+TEXT_COLUMNS = (ANCHOR, POSITIVE, NEGATIVE)
+
+# extra columns later objectives use
+LANG = "lang"
+LABEL = "label"
+ENTITY_IDS = "entity_ids"
+GRAPH = "graph"
+
+
+def text_columns(column_names) -> list[str]:
+    """The text columns present, in contract order (anchor, positive, negative)."""
+    present = [c for c in TEXT_COLUMNS if c in column_names]
+    if not present or present[0] != ANCHOR:
+        raise ValueError(f"training data needs an {ANCHOR!r} column, got columns {list(column_names)}")
+    return present

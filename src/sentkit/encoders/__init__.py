@@ -1,0 +1,37 @@
+"""Encoders: anything with `encode(sentences, batch_size) -> np.ndarray`; short names resolve to packaged models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sentkit.encoders.protocol import Encoder
+from sentkit.registry import Registry
+
+ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
+
+# Registry lines (short name -> loader). Filled by explicit imports below.
+
+
+def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
+    """A short name (`minilm-en`, `muse-m`, `e5-small-m`, `avg:<model>`), a local directory, or a hub name."""
+    name = str(name_or_path)
+    if name.startswith("avg:"):
+        from sentkit.encoders.static import StaticAverageEncoder
+
+        return StaticAverageEncoder.from_encoder(load_encoder(name[4:], **kwargs))
+    if name in ENCODERS:
+        return ENCODERS.get(name)(**kwargs)
+    from sentkit.encoders.transformer import TransformerEncoder
+
+    path = Path(name).expanduser()
+    if path.exists():
+        return TransformerEncoder.from_pretrained(path, **kwargs)
+    if "/" in name:  # a hub name: passed through for users with internet access
+        return TransformerEncoder.from_pretrained(name, **kwargs)
+    # raises with a "did you mean" hint
+    ENCODERS.get(name)
+    raise AssertionError("unreachable")
+
+
+__all__ = ["ENCODERS", "Encoder", "load_encoder"]

