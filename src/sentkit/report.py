@@ -1,0 +1,143 @@
+"""Side-by-side comparison of results files: a markdown table and PNG plots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from sentkit.atomic import atomic_write_text
+from sentkit.errors import DataFormatError
+
+
+def load_results(paths: Sequence[str | Path]) -> list[dict]:
+    """Read results files written by `sentkit eval`; a clear error for anything else."""
+    runs = []
+    for p in paths:
+        p = Path(p)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataFormatError(
+                p, err.lineno, f"expected a sentkit results JSON file ({err.msg})"
+            ) from None
+        if not isinstance(data, dict) or "tasks" not in data or "model" not in data:
+            raise DataFormatError(p, 1, "expected a sentkit results JSON object with 'model' and 'tasks'")
+        data.setdefault("path", str(p))
+        runs.append(data)
+    return runs
+
+
+def _labels(runs: list[dict]) -> list[str]:
+    """Model names, made unique with the file stem when two runs share one."""
+    names = [r["model"] for r in runs]
+    return [n if names.count(n) == 1 else f"{n} ({Path(r['path']).stem})" for n, r in zip(names, runs)]
+
+
+def comparison_table(runs: list[dict], breakdown: bool = True) -> str:
+    """Markdown: one row per task (and per breakdown key), one column per run."""
+    labels = _labels(runs)
+    tasks: list[str] = []
+    for r in runs:
+        tasks.extend(t for t in r["tasks"] if t not in tasks)
+    lines = ["| task | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(runs)]
+    for task in tasks:
+        cells = [_fmt(r["tasks"].get(task, {}).get("main_score")) for r in runs]
+        lines.append(f"| **{task}** | " + " | ".join(cells) + " |")
+        if not breakdown:
+            continue
+        keys: list[str] = []
+        for r in runs:
+            keys.extend(
+                k for k in r["tasks"].get(task, {}).get("scores", {}) if k != "main_score" and k not in keys
+            )
+        for key in keys:
+            cells = [_fmt(r["tasks"].get(task, {}).get("scores", {}).get(key)) for r in runs]
+            lines.append(f"| {task} / {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def plot_task_bars(runs: list[dict], path: Path) -> Path:
+    """Grouped bars of each task's main score, one colour per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    labels = _labels(runs)
+    tasks: list[str] = []
+    for r in runs:
+        tasks.extend(t for t in r["tasks"] if t not in tasks)
+    width = 0.8 / max(len(runs), 1)
+    x = np.arange(len(tasks))
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(tasks) + 2), 4.5))
+    for i, (label, r) in enumerate(zip(labels, runs)):
+        vals = [r["tasks"].get(t, {}).get("main_score", np.nan) for t in tasks]
+        ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=label)
+    ax.set_xticks(x, tasks, rotation=30, ha="right")
+    ax.set_ylabel("main score")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    _save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_alignment_uniformity(runs: list[dict], path: Path) -> Path | None:
+    """Wang & Isola's plot: alignment (x) against uniformity (y), lower-left is better."""
+    points = [
+        (label, r["tasks"]["alignment-uniformity"]["scores"])
+        for label, r in zip(_labels(runs), runs)
+        if "alignment-uniformity" in r["tasks"]
+    ]
+    if not points:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4.5))
+    for label, s in points:
+        ax.scatter(s["alignment"], s["uniformity"], s=60)
+        ax.annotate(
+            label, (s["alignment"], s["uniformity"]), textcoords="offset points", xytext=(5, 5), fontsize=8
+        )
+    ax.set_xlabel("alignment (lower is better)")
+    ax.set_ylabel("uniformity (lower is better)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _save_figure(fig, path: Path) -> None:
+    import io
+
+    from sentkit.atomic import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write_report(paths: Sequence[str | Path], out: str | Path) -> dict[str, Path]:
+    """Write report.md, tasks.png and (if measured) alignment_uniformity.png under `out`."""
+    runs = load_results(paths)
+    out = Path(out)
+    written = {"markdown": out / "report.md", "bars": plot_task_bars(runs, out / "tasks.png")}
+    scatter = plot_alignment_uniformity(runs, out / "alignment_uniformity.png")
+    images = "\n".join(f"![{p.stem}]({p.name})" for p in (written["bars"], scatter) if p is not None)
+    atomic_write_text(
+        written["markdown"], "# sentkit comparison\n\n" + comparison_table(runs) + "\n" + images + "\n"
+    )
+    if scatter is not None:
+        written["scatter"] = scatter
+    return written
