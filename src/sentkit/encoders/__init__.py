@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from sentkit.encoders.e5_q4 import load_e5_small
+from sentkit.encoders.muse import MuseEncoder
+from sentkit.encoders.packaged import load_minilm_en
 from sentkit.encoders.protocol import Encoder
 from sentkit.registry import Registry
 
 ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
 
 # Registry lines (short name -> loader). Filled by explicit imports below.
+ENCODERS.add("e5-small-m", load_e5_small)
+ENCODERS.add("minilm-en", load_minilm_en)
+ENCODERS.add("muse-m", MuseEncoder)
 
 
 def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:

@@ -12,9 +12,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_directory
-from sentkit.encoders.protocol import length_order
 
 POOLINGS = ("cls", "cls_mlp", "mean")
+# encode() sorts this many sentences at a time by token length (bounds the memory of holding token ids)
+_SORT_WINDOW = 16384
 
 
 class TransformerEncoder(nn.Module):
@@ -112,19 +113,56 @@ class TransformerEncoder(nn.Module):
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
+        """Vectors in input order; batches hold sentences of similar token length, so little padding."""
         was_training = self.training
         self.eval()
-        order = length_order(sentences)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
-        starts = range(0, len(sentences), batch_size)
-        for start in tqdm(starts, desc=f"encode {self.name}", disable=not show_progress, leave=False):
-            idx = order[start : start + batch_size]
-            batch = self.tokenize([sentences[i] for i in idx])
-            batch = {k: v.to(self.device) for k, v in batch.items()}
-            out[idx] = self.forward(batch).float().cpu().numpy()
+        device = self.device
+        # tokenize a window of sentences once, then sort it by token count (not characters)
+        window = max(batch_size, _SORT_WINDOW // batch_size * batch_size)
+        bar = tqdm(
+            total=-(-len(sentences) // batch_size),
+            desc=f"encode {self.name}",
+            disable=not show_progress,
+            leave=False,
+        )
+        for first in range(0, len(sentences), window):
+            texts = [self.prefix + s for s in sentences[first : first + window]]
+            features = self.tokenizer(texts, truncation=True, max_length=self.max_length)
+            lengths = np.array([len(ids) for ids in features["input_ids"]])
+            order = np.argsort(-lengths, kind="stable")
+            for start in range(0, len(texts), batch_size):
+                idx = order[start : start + batch_size]
+                batch = self._pad(features, idx, int(lengths[idx].max()))
+                if device.type != "cpu":
+                    batch = {k: v.to(device) for k, v in batch.items()}
+                out[first + idx] = self.forward(batch).float().cpu().numpy()
+                bar.update()
+        bar.close()
         if was_training:
             self.train()
         return out
+
+    def _pad(self, features, idx: np.ndarray, length: int) -> dict[str, torch.Tensor]:
+        """Rows `idx` of unpadded tokenizer output as (len(idx), length) tensors, padded as the tokenizer would."""
+        fill = {
+            "input_ids": self.tokenizer.pad_token_id or 0,
+            "token_type_ids": getattr(self.tokenizer, "pad_token_type_id", 0),
+        }
+        left = self.tokenizer.padding_side == "left"
+        batch = {}
+        for key in ("input_ids", "attention_mask", "token_type_ids"):
+            if key not in features:
+                continue
+            rows = np.full((len(idx), length), fill.get(key, 0), dtype=np.int64)  # (batch, seq)
+            for r, i in enumerate(idx):
+                values = features[key][i]
+                if left:
+                    rows[r, length - len(values) :] = values
+                else:
+                    rows[r, : len(values)] = values
+            batch[key] = torch.from_numpy(rows)
+        return batch
 
     # ---- saving ---------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

@@ -12,10 +12,55 @@ TASKS: Registry[Callable[..., Task]] = Registry("task")
 # Registry lines: name -> factory. Every factory takes keyword arguments only
 # (langs=None, data_root=None, batch_size=64) and returns a Task.
 # --- sts ---
+from sentkit.tasks.alignment import alignment_uniformity_task  # noqa: E402
+from sentkit.tasks.sts import ja_sts12_16, jacsts, jsick, jsts, sts12_16, sts17, stsb, stsb_dev  # noqa: E402
+
+TASKS.add("stsb", stsb)
+TASKS.add("stsb-dev", stsb_dev)
+TASKS.add("sts17", sts17)
+TASKS.add("sts12-16", sts12_16)
+TASKS.add("ja-sts12-16", ja_sts12_16)
+TASKS.add("jsts", jsts)
+TASKS.add("jsick", jsick)
+TASKS.add("jacsts", jacsts)
+TASKS.add("alignment-uniformity", alignment_uniformity_task)
 # --- end sts ---
 # --- clustering+bitext ---
+from sentkit.tasks.bitext import bucc, tatoeba  # noqa: E402
+from sentkit.tasks.clustering import (  # noqa: E402
+    agnews,
+    biomedical,
+    mewsc16,
+    searchsnippets,
+    stackoverflow,
+    tweet,
+)
+
+TASKS.add("mewsc16", mewsc16)
+TASKS.add("agnews", agnews)
+TASKS.add("biomedical", biomedical)
+TASKS.add("searchsnippets", searchsnippets)
+TASKS.add("stackoverflow", stackoverflow)
+TASKS.add("tweet", tweet)
+TASKS.add("tatoeba", tatoeba)
+TASKS.add("bucc", bucc)
 # --- end clustering+bitext ---
 # --- transfer+knn+retrieval ---
+from functools import partial  # noqa: E402
+
+from sentkit.tasks.knn import knn_task  # noqa: E402
+from sentkit.tasks.retrieval import qabot_task  # noqa: E402
+from sentkit.tasks.transfer import transfer_task  # noqa: E402
+
+TASKS.add("xnli", partial(transfer_task, "xnli"))
+# XNLI on a seeded 1000-pair sample of each language's test set (same rows in every language): ~5x faster
+TASKS.add("xnli-1k", partial(transfer_task, "xnli", name="xnli-1k", max_per_lang=1000))
+TASKS.add("pawsx", partial(transfer_task, "pawsx"))
+TASKS.add("qam", partial(transfer_task, "qam"))
+TASKS.add("marc", partial(transfer_task, "marc"))
+TASKS.add("knn-mewsc16", partial(knn_task, "mewsc16"))
+TASKS.add("knn-marc", partial(knn_task, "marc"))
+TASKS.add("qabot", qabot_task)
 # --- end transfer+knn+retrieval ---
 
 # Named suites: `sentkit eval --tasks default`.

@@ -1,0 +1,96 @@
+"""Alignment and uniformity of L2-normalised embeddings (Wang & Isola, 2020; EASE eqs. 5-6), on STS-B dev.
+
+Positive pairs are STS-B dev pairs with gold > 4; uniformity runs over all distinct dev sentences (SimCSE's
+choice of p_pos and p_data). Both are losses: lower is better. They are raw values, not percent;
+`main_score` is -(alignment + uniformity), Wang & Isola's combined loss with weight 1, negated so that
+higher is better like every other task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.special import logsumexp
+
+from sentkit.datasets.root import data_file
+from sentkit.datasets.sts_pairs import STSPairs
+from sentkit.datasets.stsb import read_stsb
+from sentkit.encoders.protocol import Encoder
+from sentkit.tasks.task import Task
+
+POSITIVE_THRESHOLD = 4.0
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.clip(np.linalg.norm(x, axis=1, keepdims=True), 1e-12, None)
+
+
+def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> float:
+    """E ||f(x) - f(y)||^alpha over positive pairs (row i of x with row i of y), after L2 normalisation."""
+    diff = _unit(x) - _unit(y)  # (n, d)
+    return float(np.mean(np.linalg.norm(diff, axis=1) ** alpha))
+
+
+def uniformity(z: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
+    """log E exp(-t ||f(a) - f(b)||^2) over all distinct row pairs a < b of z, after L2 normalisation."""
+    z = _unit(z)
+    n = len(z)
+    if n < 2:
+        raise ValueError("uniformity needs at least 2 vectors")
+    chunks = []
+    for start in range(0, n, block):
+        rows = z[start : start + block]  # (b, d)
+        sq = np.clip(2.0 - 2.0 * rows @ z.T, 0.0, None)  # (b, n) squared distances of unit vectors
+        i = np.arange(start, start + len(rows))[:, None]
+        upper = np.arange(n)[None, :] > i  # keep each unordered pair once
+        chunks.append(logsumexp(-t * sq[upper]) if upper.any() else -np.inf)
+    return float(logsumexp(chunks) - np.log(n * (n - 1) / 2))
+
+
+def alignment_uniformity(x: np.ndarray, y: np.ndarray, data: np.ndarray | None = None) -> tuple[float, float]:
+    """(alignment over the pairs (x_i, y_i), uniformity over `data`, default the rows of x and y)."""
+    return alignment(x, y), uniformity(np.vstack([x, y]) if data is None else data)
+
+
+@dataclass
+class AlignmentUniformityTask(Task):
+    """Scores an encoder's embedding geometry; no gold ranking involved beyond picking positives."""
+
+    pairs: STSPairs | None = field(default=None, repr=False)
+
+    def load(self) -> None:
+        if self.pairs is None:
+            self.pairs = read_stsb(data_file("sts", "STSBenchmark", "sts-dev.csv", root=self.data_root))
+            self.meta["positive_pairs"] = int((self.pairs.gold > POSITIVE_THRESHOLD).sum())
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        self.load()
+        p = self.pairs
+        unique = list(dict.fromkeys([*p.sent1, *p.sent2]))
+        index = {s: i for i, s in enumerate(unique)}
+        vectors = encoder.encode(unique, batch_size=self.batch_size)  # (n_unique, dim)
+        pos = np.flatnonzero(p.gold > POSITIVE_THRESHOLD)
+        a = vectors[[index[p.sent1[i]] for i in pos]]  # (n_pos, dim)
+        b = vectors[[index[p.sent2[i]] for i in pos]]  # (n_pos, dim)
+        align, unif = alignment(a, b), uniformity(vectors)
+        self.meta["sentences"] = len(unique)
+        return {"main_score": -(align + unif), "alignment": align, "uniformity": unif}
+
+
+def alignment_uniformity_task(*, langs=None, data_root=None, batch_size: int = 64) -> AlignmentUniformityTask:
+    """STS-B dev alignment/uniformity (English only)."""
+    if langs is not None and "en" not in set(langs):
+        raise ValueError(f"task 'alignment-uniformity' covers only 'en', asked for {sorted(set(langs))}")
+    return AlignmentUniformityTask(
+        name="alignment-uniformity",
+        languages=("en",),
+        data_root=Path(data_root) if data_root is not None else None,
+        batch_size=batch_size,
+        meta={
+            "positives": f"STS-B dev pairs with gold > {POSITIVE_THRESHOLD:g}",
+            "units": "raw, lower is better",
+        },
+    )

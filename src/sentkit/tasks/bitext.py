@@ -1,0 +1,262 @@
+"""Bitext retrieval and mining: Tatoeba nearest-neighbour accuracy and BUCC 2018 mining F1.
+
+Tatoeba follows EASE's `downstreams/parallel-matching/evaluation.py`: for each language, the accuracy of
+cosine nearest-neighbour retrieval xxx->eng and eng->xxx, averaged over both directions.
+BUCC follows Artetxe & Schwenk (2019, "Margin-based parallel corpus mining"): candidates by forward and
+backward nearest neighbours ("max" retrieval, one-to-one), scored by cosine or by the ratio margin.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sentkit.datasets.bucc import BUCC_PAIRS, BuccSample, load_bucc
+from sentkit.datasets.tatoeba import load_tatoeba
+from sentkit.encoders.protocol import Encoder
+from sentkit.tasks.knn_search import cosine_knn
+from sentkit.tasks.task import Task
+
+# EASE's default list (ar ca cs de eo es fa fr it ja ko nl pl pt ru sv tr) mapped to ISO 639-3 by pycountry:
+# `fa` becomes `fas`, which has no Tatoeba file (Persian is `pes`), so EASE scores these 16 languages.
+TATOEBA_EASE_LANGUAGES: tuple[str, ...] = (
+    "ara", "cat", "ces", "deu", "epo", "spa", "fra", "ita", "jpn", "kor", "nld", "pol", "por", "rus", "swe",
+    "tur",
+)  # fmt: skip
+MARGIN_K = 4  # neighbourhood size of Artetxe & Schwenk (2019)
+
+
+# ---- Tatoeba ----------------------------------------------------------------------------------------------
+def tatoeba_accuracy(src: np.ndarray, eng: np.ndarray) -> tuple[float, float]:
+    """Percent of rows whose cosine nearest neighbour is their translation: (src->eng, eng->src)."""
+    gold = np.arange(len(src))
+    forward = cosine_knn(src, eng, 1)[1][:, 0]  # (n,)
+    backward = cosine_knn(eng, src, 1)[1][:, 0]  # (n,)
+    return 100.0 * float(np.mean(forward == gold)), 100.0 * float(np.mean(backward == gold))
+
+
+@dataclass
+class TatoebaTask(Task):
+    """Tatoeba retrieval for `languages` (ISO 639-3); breakdown per language and direction."""
+
+    _data: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict, repr=False)
+
+    def load(self) -> None:
+        for lang in self.languages:
+            if lang not in self._data:
+                self._data[lang] = load_tatoeba(lang, self.data_root)
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        self.load()
+        scores: dict[str, float] = {}
+        for lang in self.languages:
+            src, eng = self._data[lang]
+            forward, backward = tatoeba_accuracy(
+                encoder.encode(src, batch_size=self.batch_size),
+                encoder.encode(eng, batch_size=self.batch_size),
+            )
+            scores[f"{lang}->eng"], scores[f"eng->{lang}"] = forward, backward
+            scores[lang] = (forward + backward) / 2
+        scores["main_score"] = float(np.mean([scores[lang] for lang in self.languages]))
+        return scores
+
+
+def tatoeba(*, langs=None, data_root=None, batch_size: int = 64) -> TatoebaTask:
+    """Tatoeba for any language codes of the file names (default: EASE's 16); main score = mean."""
+    chosen = TATOEBA_EASE_LANGUAGES if langs is None else tuple(dict.fromkeys(s.strip() for s in langs))
+    return TatoebaTask(
+        name="tatoeba",
+        languages=chosen,
+        data_root=Path(data_root) if data_root else None,
+        batch_size=batch_size,
+    )
+
+
+# ---- BUCC mining ------------------------------------------------------------------------------------------
+def ratio_margin(cos: np.ndarray, x_knn_mean: np.ndarray, y_knn_mean: np.ndarray) -> np.ndarray:
+    """Artetxe & Schwenk (2019) ratio margin: cos(x,y) / (sum_k cos(x,nn)/2k + sum_k cos(y,nn)/2k).
+
+    Each sum over the k neighbours divided by 2k is half the mean neighbour similarity, so the
+    denominator is the average of x's and y's mean k-NN cosine (their neighbourhood density).
+    """
+    return cos / ((x_knn_mean + y_knn_mean) / 2)
+
+
+def mine_pairs(
+    x: np.ndarray, y: np.ndarray, scoring: str = "margin", k: int = MARGIN_K
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One-to-one candidate pairs (x rows, y rows, scores), best score first.
+
+    Each x proposes its best y among its k nearest neighbours and each y its best x ("max" retrieval);
+    the proposals are taken greedily by score, skipping any whose x or y is already paired.
+    """
+    if scoring not in ("cosine", "margin"):
+        raise ValueError(f"scoring must be 'cosine' or 'margin', got {scoring!r}")
+    x_sims, x_nn = cosine_knn(x, y, k)  # (nx, k): y neighbours of each x
+    y_sims, y_nn = cosine_knn(y, x, k)  # (ny, k): x neighbours of each y
+    if scoring == "margin":
+        x_mean, y_mean = x_sims.mean(axis=1), y_sims.mean(axis=1)  # (nx,), (ny,)
+        x_scores = ratio_margin(x_sims, x_mean[:, None], y_mean[x_nn])  # (nx, k)
+        y_scores = ratio_margin(y_sims, y_mean[:, None], x_mean[y_nn])  # (ny, k)
+    else:
+        x_scores, y_scores = x_sims, y_sims
+    x_best = x_scores.argmax(axis=1)  # (nx,)
+    y_best = y_scores.argmax(axis=1)  # (ny,)
+    src = np.concatenate([np.arange(len(x)), y_nn[np.arange(len(y)), y_best]])
+    trg = np.concatenate([x_nn[np.arange(len(x)), x_best], np.arange(len(y))])
+    score = np.concatenate([x_scores[np.arange(len(x)), x_best], y_scores[np.arange(len(y)), y_best]])
+    keep_src, keep_trg, keep_score = [], [], []
+    seen_src, seen_trg = set(), set()
+    for i in np.argsort(-score, kind="stable"):
+        if src[i] in seen_src or trg[i] in seen_trg:
+            continue
+        seen_src.add(src[i])
+        seen_trg.add(trg[i])
+        keep_src.append(src[i])
+        keep_trg.append(trg[i])
+        keep_score.append(score[i])
+    return np.array(keep_src, dtype=np.int64), np.array(keep_trg, dtype=np.int64), np.array(keep_score)
+
+
+def prf_at_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int, threshold: float) -> tuple:
+    """(precision, recall, F1) in percent of the candidates scoring >= threshold."""
+    kept = scores >= threshold
+    tp = int(correct[kept].sum())
+    precision = tp / max(int(kept.sum()), 1)
+    recall = tp / max(n_gold, 1)
+    f1 = 2 * precision * recall / (precision + recall) if tp else 0.0
+    return 100 * precision, 100 * recall, 100 * f1
+
+
+def best_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> float:
+    """The score cut-off with the highest F1 against the gold pairs (BUCC threshold tuning).
+
+    The cut-off sits halfway between the last kept and the first dropped score, so that it transfers
+    to held-out candidates without favouring either side.
+    """
+    if len(scores) == 0:
+        return float("inf")
+    order = np.argsort(-scores, kind="stable")
+    s, c = scores[order], correct[order].astype(np.float64)
+    tp = np.cumsum(c)
+    kept = np.arange(1, len(s) + 1)
+    f1 = 2 * tp / (kept + max(n_gold, 1))  # = 2PR/(P+R) with P = tp/kept, R = tp/n_gold
+    last_of_tie = np.append(s[1:] != s[:-1], True)  # a cut-off keeps every tied score
+    f1[~last_of_tie] = -1
+    best = int(np.argmax(f1))
+    return float(s[best] if best + 1 == len(s) else (s[best] + s[best + 1]) / 2)
+
+
+def two_fold_f1(
+    src: np.ndarray, scores: np.ndarray, correct: np.ndarray, gold_src: np.ndarray, n_src: int, seed: int = 0
+) -> tuple[float, float, float, tuple[float, float]]:
+    """Tune the threshold on one half of the source sentences, score the other half, and swap.
+
+    The BUCC test gold is not public, so the sample's source sentences are split in two at random
+    (`seed`); returns the mean (precision, recall, F1) over both directions and the two thresholds.
+    """
+    fold = np.zeros(n_src, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n_src)[n_src // 2 :]] = 1
+    results, thresholds = [], []
+    for tune, test in ((0, 1), (1, 0)):
+        on_tune, on_test = fold[src] == tune, fold[src] == test
+        n_tune, n_test = int((fold[gold_src] == tune).sum()), int((fold[gold_src] == test).sum())
+        threshold = best_threshold(scores[on_tune], correct[on_tune], n_tune)
+        results.append(prf_at_threshold(scores[on_test], correct[on_test], n_test, threshold))
+        thresholds.append(threshold)
+    p, r, f = np.mean(results, axis=0)
+    return float(p), float(r), float(f), (thresholds[0], thresholds[1])
+
+
+def bucc_scores(sample: BuccSample, x: np.ndarray, y: np.ndarray, scoring: str, seed: int = 0) -> dict:
+    """Mine `sample` from vectors of its unique source (`x`) and English (`y`) texts; two-fold P/R/F1.
+
+    Mining runs over distinct texts; a mined text pair stands for every id pair carrying those texts (as
+    LASER's BUCC scripts map sentences back to ids).
+    """
+    src_texts, trg_texts = _unique(sample.src_sentences), _unique(sample.trg_sentences)
+    src_ids_of = _ids_by_text(sample.src_ids, sample.src_sentences)
+    trg_ids_of = _ids_by_text(sample.trg_ids, sample.trg_sentences)
+    text_src, text_trg, text_score = mine_pairs(x, y, scoring)
+    src_row = {sid: i for i, sid in enumerate(sample.src_ids)}
+    gold = set(sample.gold)
+    src, scores, correct = [], [], []
+    for i, j, s in zip(text_src, text_trg, text_score):
+        for sid in src_ids_of[src_texts[i]]:
+            for tid in trg_ids_of[trg_texts[j]]:
+                src.append(src_row[sid])
+                scores.append(s)
+                correct.append((sid, tid) in gold)
+    gold_src = np.array([src_row[sid] for sid, _ in sample.gold], dtype=np.int64)
+    p, r, f, thresholds = two_fold_f1(
+        np.array(src, dtype=np.int64),
+        np.array(scores),
+        np.array(correct),
+        gold_src,
+        len(sample.src_ids),
+        seed,
+    )
+    return {"precision": p, "recall": r, "f1": f, "thresholds": thresholds}
+
+
+def _unique(texts: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(texts))
+
+
+def _ids_by_text(ids: Sequence[str], texts: Sequence[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for sid, text in zip(ids, texts):
+        out.setdefault(text, []).append(sid)
+    return out
+
+
+@dataclass
+class BuccTask(Task):
+    """BUCC 2018 sample sets mined with cosine and margin scoring; main score = mean margin F1."""
+
+    seed: int = 0
+    _data: dict[str, BuccSample] = field(default_factory=dict, repr=False)
+
+    def load(self) -> None:
+        for pair in self.languages:
+            if pair not in self._data:
+                self._data[pair] = load_bucc(pair, self.data_root)
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        self.load()
+        scores: dict[str, float] = {}
+        for pair in self.languages:
+            sample = self._data[pair]
+            start = time.perf_counter()
+            x = encoder.encode(_unique(sample.src_sentences), batch_size=self.batch_size)
+            y = encoder.encode(_unique(sample.trg_sentences), batch_size=self.batch_size)
+            for scoring in ("cosine", "margin"):
+                result = bucc_scores(sample, x, y, scoring, self.seed)
+                scores[f"{pair}_{scoring}"] = result["f1"]
+                scores[f"{pair}_{scoring}_precision"] = result["precision"]
+                scores[f"{pair}_{scoring}_recall"] = result["recall"]
+                self.meta.setdefault("thresholds", {})[f"{pair}_{scoring}"] = result["thresholds"]
+            self.meta.setdefault("seconds", {})[pair] = round(time.perf_counter() - start, 2)
+        for scoring in ("cosine", "margin"):
+            scores[scoring] = float(np.mean([scores[f"{p}_{scoring}"] for p in self.languages]))
+        scores["main_score"] = scores["margin"]
+        return scores
+
+
+def bucc(*, langs: Iterable[str] | None = None, data_root=None, batch_size: int = 64) -> BuccTask:
+    """BUCC 2018 mining F1 on the sample+gold sets (`de-en`, `fr-en`; `de` alone means `de-en`)."""
+    chosen = BUCC_PAIRS if langs is None else tuple(dict.fromkeys(_bucc_pair(s) for s in langs))
+    return BuccTask(
+        name="bucc", languages=chosen, data_root=Path(data_root) if data_root else None, batch_size=batch_size
+    )
+
+
+def _bucc_pair(lang: str) -> str:
+    pair = lang.strip() if "-" in lang else f"{lang.strip()}-en"
+    if pair not in BUCC_PAIRS:
+        raise ValueError(f"BUCC has no pair {lang!r}; available: {', '.join(BUCC_PAIRS)}")
+    return pair

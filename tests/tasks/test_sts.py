@@ -1,0 +1,166 @@
+"""STS task: the metric on hand-checked cases, one encode per distinct sentence, factories, real scores."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from sentkit.datasets.senteval_sts import SUBSETS
+from sentkit.errors import MissingDataError
+from sentkit.tasks import TASKS, get_task
+from sentkit.tasks.sts import STS_EN_ENV, cosine_spearman, paired_cosine, select_pairs, sts12_16
+
+STS_TASKS = ["stsb", "stsb-dev", "sts17", "sts12-16", "ja-sts12-16", "jsts", "jsick", "jacsts"]
+
+
+class CharBagEncoder:
+    """Hashed character-bigram counts: a deterministic encoder with real lexical signal; counts calls."""
+
+    name = "char-bag"
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.calls: list[list[str]] = []
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        self.calls.append(list(sentences))
+        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        for row, s in enumerate(sentences):
+            for a, b in zip(s, s[1:]):
+                out[row, int(hashlib.md5((a + b).encode()).hexdigest()[:8], 16) % self.dim] += 1
+        return out
+
+
+def test_spearman_hand_checked():
+    # cosines are exactly 1, 0, -1
+    a = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+    b = np.array([[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0]])
+    np.testing.assert_allclose(paired_cosine(a, b), [1.0, 0.0, -1.0])
+    assert cosine_spearman(a, b, np.array([5.0, 3.0, 1.0])) == pytest.approx(100.0)
+    # ranks system (3, 2, 1) vs gold (2, 3, 1): sum d^2 = 2, rho = 1 - 6*2 / (3*8) = 0.5
+    assert cosine_spearman(a, b, np.array([3.0, 5.0, 1.0])) == pytest.approx(50.0)
+    assert cosine_spearman(a, b, np.array([1.0, 3.0, 5.0])) == pytest.approx(-100.0)
+
+
+def test_zero_vector_scores_zero_cosine():
+    a = np.array([[0.0, 0.0], [1.0, 1.0]])
+    b = np.array([[1.0, 0.0], [1.0, 1.0]])
+    np.testing.assert_allclose(paired_cosine(a, b), [0.0, 1.0])
+
+
+def test_registered():
+    for name in [*STS_TASKS, "alignment-uniformity"]:
+        assert name in TASKS
+
+
+def test_stsb_dev_encodes_each_sentence_once_and_matches_direct_scoring(data_root):
+    from sentkit.datasets.stsb import read_stsb
+
+    enc = CharBagEncoder()
+    scores = get_task("stsb-dev").evaluate(enc)
+    assert len(enc.calls) == 1
+    encoded = enc.calls[0]
+    pairs = read_stsb(data_root / "sts" / "STSBenchmark" / "sts-dev.csv")
+    assert len(encoded) == len(set(encoded)) == len(set(pairs.sent1) | set(pairs.sent2)) < 3000
+    # the deduplicated path equals encoding both sides separately
+    direct = spearmanr(paired_cosine(enc.encode(pairs.sent1), enc.encode(pairs.sent2)), pairs.gold).statistic
+    assert scores["main_score"] == scores["en"] == pytest.approx(100 * direct)
+    assert 30 < scores["main_score"] < 90  # lexical overlap carries real signal on STS-B
+
+
+def test_sts17_breakdown_and_mean(data_root):
+    task = get_task("sts17", langs=["en-en", "de-en", "es"])
+    assert task.languages == ("en-en", "en-de", "es-es")
+    scores = task.evaluate(CharBagEncoder())
+    assert set(scores) == {"main_score", "en-en", "en-de", "es-es"}
+    assert scores["main_score"] == pytest.approx(np.mean([scores[k] for k in task.languages]))
+    assert task.meta["pairs"] == {"en-en": 250, "en-de": 250, "es-es": 250}
+    assert scores["en-en"] > scores["en-de"]  # character overlap helps monolingual pairs only
+
+
+def test_select_pairs():
+    known = ("en-en", "ar-ar", "en-ar", "en-de")
+    assert select_pairs(None, known, known[:2]) == ("en-en", "ar-ar")
+    assert select_pairs(["ar-en"], known, known) == ("en-ar",)
+    assert select_pairs(["en", "ar"], known, known) == ("en-en", "ar-ar", "en-ar")
+    with pytest.raises(ValueError, match="unknown language pair 'en-xx'"):
+        select_pairs(["en-xx"], known, known)
+    with pytest.raises(ValueError, match="no pair matches"):
+        select_pairs(["fr"], known, known)
+
+
+def test_single_language_task_rejects_other_langs():
+    with pytest.raises(ValueError, match="covers only 'ja'"):
+        get_task("jsts", langs=["en"])
+
+
+def test_sts12_16_missing_folder_hint(monkeypatch, tmp_path):
+    monkeypatch.delenv(STS_EN_ENV, raising=False)
+    with pytest.raises(MissingDataError, match=STS_EN_ENV):
+        get_task("sts12-16").evaluate(CharBagEncoder())
+    with pytest.raises(MissingDataError, match=r"STS12-en-test.*STS12-en-test \.\.\. STS16-en-test"):
+        sts12_16(path=tmp_path).evaluate(CharBagEncoder())
+
+
+def test_sts12_16_reads_a_senteval_folder(monkeypatch, tmp_path, data_root):
+    # Stand-in English folder in SentEval layout: the Japanese files renamed, one blank gold line added.
+    for year, subsets in SUBSETS.items():
+        dst = tmp_path / f"{year}-en-test"
+        dst.mkdir()
+        for subset in subsets:
+            for kind in ("input", "gs"):
+                src = data_root / "sts-ja" / f"{year}-ja-test" / f"STS.{kind}.{subset}.txt"
+                (dst / src.name).write_bytes(src.read_bytes())
+    gs = tmp_path / "STS12-en-test" / "STS.gs.MSRpar.txt"
+    lines = gs.read_text().split("\n")
+    lines[0] = ""
+    gs.write_text("\n".join(lines))
+    monkeypatch.setenv(STS_EN_ENV, str(tmp_path))
+    task = get_task("sts12-16")
+    scores = task.evaluate(CharBagEncoder())
+    assert set(scores) == {"main_score", *SUBSETS}
+    assert task.meta["pairs"]["STS12"] == 2615 - 1
+    assert task.meta["pairs"]["STS16"] == 1143
+    assert scores["main_score"] == pytest.approx(np.mean([scores[y] for y in SUBSETS]))
+
+
+def test_ja_sts12_16_real(data_root):
+    task = get_task("ja-sts12-16")
+    scores = task.evaluate(CharBagEncoder())
+    assert task.meta["pairs"] == {"STS12": 2615, "STS13": 1063, "STS14": 3165, "STS15": 2901, "STS16": 1143}
+    assert all(0 < scores[y] < 90 for y in SUBSETS)
+
+
+@pytest.mark.parametrize("name,pairs", [("jsts", 1457), ("jsick", 4927), ("jacsts", 3482)])
+def test_japanese_tasks_load_their_split(data_root, name, pairs):
+    task = get_task(name)
+    task.load()
+    assert task.meta["pairs"] == {"ja": pairs}
+
+
+def test_tiny_random_model_far_below_minilm(data_root):
+    import torch
+
+    from conftest import make_tiny_encoder
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    scores = get_task("stsb").evaluate(make_tiny_encoder("mean"))
+    assert scores["main_score"] < 60.0
+
+
+@pytest.mark.slow
+def test_minilm_stsb_test_matches_published(data_root):
+    import torch
+
+    from conftest import minilm_dir
+    from sentkit.encoders.transformer import TransformerEncoder
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    encoder = TransformerEncoder.from_pretrained(minilm_dir())
+    scores = get_task("stsb").evaluate(encoder)
+    assert scores["main_score"] == pytest.approx(82.03, abs=1.5)

@@ -1,0 +1,67 @@
+"""Resume: a run interrupted mid-way and rerun with the same command ends exactly where an unbroken run does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from sentkit.datasets.columns import ANCHOR
+from sentkit.trainer import latest_checkpoint, train
+from test_trainer import SmallSTS, save_tiny_model, stsb_sentences, tiny_config
+
+
+class Interrupt(TrainerCallback):
+    """Stands in for Ctrl-C / a killed job: raises after `step` optimizer steps, before that step is saved."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt
+
+
+def _rows(run):
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k != "eval_s"} for r in rows]
+
+
+def test_interrupted_run_resumes_to_the_same_result(tmp_path, data_root):
+    import datasets
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    # 24 sentences in batches of 8: 3 steps an epoch, 6 in all; the interruption lands inside epoch 2
+    data = datasets.Dataset.from_dict({ANCHOR: stsb_sentences(data_root, 24)})
+    task = SmallSTS(data_root=data_root, pairs=60)
+    settings = dict(max_steps=-1, epochs=2, save_steps=2, eval_steps=3, save_total_limit=2)
+
+    straight = train(tiny_config(tmp_path / "a", model_dir, **settings), data=data, eval_task=task)
+
+    config = tiny_config(tmp_path / "b", model_dir, **settings)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, data=data, eval_task=task, callbacks=[Interrupt(5)])
+    run = tmp_path / "b" / "run"
+    assert latest_checkpoint(run).name == "checkpoint-4"
+    # a checkpoint cut short while being written must be ignored and cleared
+    broken = run / "checkpoint-6"
+    broken.mkdir()
+    (broken / "trainer_state.json").write_text('{"global_step": 6, "log_hist')
+    assert latest_checkpoint(run).name == "checkpoint-4"
+
+    resumed = train(config, data=data, eval_task=task)  # the same command again
+    results = json.loads((resumed / "results.json").read_text())
+    assert results["resumed_from_step"] == 4 and results["global_step"] == 6
+
+    final_a = load_file(straight / "checkpoint-6" / "model.safetensors")
+    final_b = load_file(resumed / "checkpoint-6" / "model.safetensors")
+    assert final_a.keys() == final_b.keys()
+    for key in final_a:
+        torch.testing.assert_close(final_a[key], final_b[key], rtol=0, atol=1e-6, msg=key)
+    assert _rows(straight) == _rows(resumed)
+    expected = json.loads((straight / "results.json").read_text())
+    assert results["best"] == expected["best"]
+    assert results["last_eval"]["main_score"] == pytest.approx(expected["last_eval"]["main_score"], abs=1e-6)
