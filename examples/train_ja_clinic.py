@@ -22,26 +22,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def jacsts_dev_task(data_root: str | None, batch_size: int):
-    """JAC-STS dev (183 pairs) as a Task, for model selection during training."""
-    from sentkit.datasets.jsts import read_jsts
-    from sentkit.datasets.root import data_file
-    from sentkit.tasks.sts import STSTask
-
-    return STSTask(
-        name="jacsts-dev",
-        languages=("ja",),
-        data_root=Path(data_root) if data_root else None,
-        batch_size=batch_size,
-        meta={"split": "dev"},
-        read=lambda root: {
-            "ja": read_jsts(
-                data_file("sts-ja", "JAC-STS", "JAC-sts-dev.csv", root=root), dataset="JACSTS.dev"
-            )
-        },
-    )
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="e5-small-m")
@@ -80,8 +60,6 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
 
     def test_task():
-        if args.test_task == "jacsts-dev":
-            return jacsts_dev_task(args.data_root, args.eval_batch_size)
         return get_task(args.test_task, data_root=args.data_root, batch_size=args.eval_batch_size)
 
     data = load_training_data(
@@ -113,8 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
         overwrite=True,
     )
     clock = time.perf_counter()
-    dev_task = None if args.no_select else jacsts_dev_task(args.data_root, args.eval_batch_size)
-    run_dir = train(config, data=data, eval_task=dev_task)
+    run_dir = train(config, data=data)
     timings["train_s"] = round(time.perf_counter() - clock, 1)
 
     clock = time.perf_counter()

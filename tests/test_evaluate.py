@@ -82,3 +82,12 @@ def test_resolve_tasks_expands_suites_and_hints_typos(stub_task):
         del SUITES["_stub-suite"]
     with pytest.raises(KeyError, match="did you mean"):
         resolve_tasks(stub_task[:-1] + "x")
+
+
+def test_global_langs_skip_tasks_without_those_languages(tmp_path):
+    """`--langs de` skips an English-only task with its reason on record, and still runs sts17 en-de."""
+    res = evaluate(_OneHotEncoder(), ["stsb", "tatoeba"], langs=["de"], show_progress=False)
+    assert "covers only 'en'" in res["skipped"]["stsb"]
+    assert res["tasks"]["tatoeba"]["languages"] == ["deu"]
+    # one-hot stub: every sentence maps to one of two vectors, so retrieval is near chance (well below 5%)
+    assert res["tasks"]["tatoeba"]["main_score"] < 5

@@ -24,3 +24,7 @@ class MissingDataError(FileNotFoundError):
         msg += f" ({hint})" if hint else " (set SENTKIT_DATA to the folder holding the benchmark data)"
         super().__init__(msg)
         self.path = str(path)
+
+
+class LanguageNotCovered(ValueError):
+    """A task was asked for languages it has no data for (evaluation skips it and says why)."""

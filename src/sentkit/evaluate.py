@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_write_json, atomic_write_text
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
 from sentkit.provenance import machine_info, package_versions, seed_everything
 from sentkit.tasks import get_task, resolve_tasks
 
@@ -57,6 +58,7 @@ def evaluate(
     results: dict = {
         "model": encoder.name,
         "tasks": {},
+        "skipped": {},
         "config": {
             "tasks": names,
             "langs": list(langs) if langs else None,
@@ -76,7 +78,16 @@ def evaluate(
         kwargs = {"batch_size": batch_size, "data_root": data_root}
         if langs:
             kwargs["langs"] = list(langs)
-        task = get_task(name, **kwargs)
+        try:
+            task = get_task(name, **kwargs)
+        except LanguageNotCovered as err:
+            if not langs:
+                raise
+            # a global --langs filter names languages this task lacks: recorded, not hidden
+            results["skipped"][name] = str(err)
+            if show_progress:
+                tqdm.write(f"{name:>22s}  skipped: {err}")
+            continue
         timed = _TimedEncoder(encoder)
         start = time.perf_counter()
         scores = task.evaluate(timed)
@@ -121,6 +132,7 @@ def results_table(results: dict) -> str:
     for name, r in results["tasks"].items():
         sps = r["sentences_per_s"] if r["sentences_per_s"] is not None else "-"
         lines.append(f"| {name} | {r['main_score']:.2f} | {r['wall_s']:.1f} | {sps} |")
+    lines += [f"| {name} | skipped: {why} | | |" for name, why in results.get("skipped", {}).items()]
     lines += ["", f"total wall time: {results['wall_s']:.1f} s, seed {results['seed']}", ""]
     for name, r in results["tasks"].items():
         extra = {k: v for k, v in r["scores"].items() if k != "main_score"}

@@ -8,7 +8,6 @@ encoder as a sentence-transformers directory under `<output_dir>/best`.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import difflib
 import json
@@ -29,7 +28,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from sentkit.atomic import atomic_write_json, atomic_write_text
-from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE, TEXT_COLUMNS, text_columns
+from sentkit.datasets.columns import TEXT_COLUMNS, text_columns
 from sentkit.errors import DataFormatError, MissingDataError
 from sentkit.provenance import machine_info, package_versions
 
@@ -156,95 +155,22 @@ def _cast(raw: str, kind: type) -> Any:
 
 
 # ---- data --------------------------------------------------------------------------------------------
-_ALIASES = {"sent0": ANCHOR, "sent1": POSITIVE, "hard_neg": NEGATIVE, "text": ANCHOR}  # SimCSE's file headers
+def load_training_data(spec, data_root: str | Path | None = None):
+    """A `datasets.Dataset` with contract columns from a Dataset, a callable returning one, or a data spec.
 
-
-def load_training_data(spec):
-    """A `datasets.Dataset` with contract columns from a Dataset, a callable returning one, or a file.
-
-    Files: `.txt` = one sentence a line (anchor only, unsupervised); `.csv`/`.tsv` with a header and
-    `.jsonl` objects naming anchor[, positive[, negative]] (SimCSE's sent0/sent1/hard_neg are accepted).
+    Specs (files, folders, `xnli[:langs]`, corpus names) are resolved by `sentkit.build.triplets`; the rows
+    keep their file order here because the Trainer shuffles them with the run's seed.
     """
     import datasets
+    from sentkit.build.triplets import load_training_data as resolve_spec
 
     if isinstance(spec, datasets.Dataset):
         return spec
     if callable(spec):
         return load_training_data(spec())
-    path = Path(spec)
-    if not str(spec) or not path.is_file():
-        raise MissingDataError(path, "training data: a .txt, .csv, .tsv or .jsonl file")
-    suffix = path.suffix.lower()
-    if suffix == ".txt":
-        rows = _read_txt(path)
-    elif suffix in (".csv", ".tsv"):
-        rows = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
-    elif suffix == ".jsonl":
-        rows = _read_jsonl(path)
-    else:
-        raise DataFormatError(path, None, "expected a .txt, .csv, .tsv or .jsonl training file")
-    if not rows:
-        raise DataFormatError(path, None, "expected at least one training example, found none")
-    columns = list(rows[0])
-    return datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in columns})
-
-
-def _read_txt(path: Path) -> list[dict]:
-    from sentkit.datasets.lines import read_lines
-
-    return [{ANCHOR: line} for line in read_lines(path) if line.strip()]
-
-
-def _read_delimited(path: Path, delimiter: str) -> list[dict]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        header = [_ALIASES.get(h.strip(), h.strip()) for h in next(reader, [])]
-        columns = _checked_columns(path, header)
-        rows = []
-        for row in reader:
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) != len(header):
-                raise DataFormatError(
-                    path,
-                    reader.line_num,
-                    f"expected {len(header)} fields ({', '.join(header)}), got {len(row)}",
-                )
-            rows.append({c: row[header.index(c)] for c in columns})
-    return rows
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows, columns = [], None
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFormatError(
-                    path, number, f"expected one JSON object per line ({err.msg})"
-                ) from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(path, number, "expected a JSON object with an 'anchor' field")
-            obj = {_ALIASES.get(k, k): v for k, v in obj.items()}
-            if columns is None:
-                columns = _checked_columns(path, list(obj), number)
-            missing = [c for c in columns if not isinstance(obj.get(c), str)]
-            if missing:
-                raise DataFormatError(path, number, f"expected string fields {columns}, missing {missing}")
-            rows.append({c: obj[c] for c in columns})
-    return rows
-
-
-def _checked_columns(path: Path, names: list[str], line: int = 1) -> list[str]:
-    try:
-        return text_columns(names)
-    except ValueError:
-        raise DataFormatError(
-            path, line, f"expected a header naming {', '.join(TEXT_COLUMNS)} (anchor required), got {names}"
-        ) from None
+    if not str(spec).strip():
+        raise ValueError("no training data: pass --data (a file, a folder, xnli[:langs] or a corpus name)")
+    return resolve_spec(str(spec), shuffle=False, data_root=data_root or None)
 
 
 class SentenceCollator:
@@ -530,7 +456,7 @@ def train(
     encoder = trainable_encoder(config.model, config.pooling)
     overrides = config.objective_overrides()
     objective = build_objective(config.objective, encoder, **overrides)
-    dataset = load_training_data(data if data is not None else config.data)
+    dataset = load_training_data(data if data is not None else config.data, config.data_root)
     missing = [c for c in objective.required_columns if c not in dataset.column_names]
     if missing:
         raise ValueError(

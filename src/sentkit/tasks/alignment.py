@@ -18,6 +18,7 @@ from sentkit.datasets.root import data_file
 from sentkit.datasets.sts_pairs import STSPairs
 from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.task import Task
 
 POSITIVE_THRESHOLD = 4.0
@@ -83,7 +84,9 @@ class AlignmentUniformityTask(Task):
 def alignment_uniformity_task(*, langs=None, data_root=None, batch_size: int = 64) -> AlignmentUniformityTask:
     """STS-B dev alignment/uniformity (English only)."""
     if langs is not None and "en" not in set(langs):
-        raise ValueError(f"task 'alignment-uniformity' covers only 'en', asked for {sorted(set(langs))}")
+        raise LanguageNotCovered(
+            f"task 'alignment-uniformity' covers only 'en', asked for {sorted(set(langs))}"
+        )
     return AlignmentUniformityTask(
         name="alignment-uniformity",
         languages=("en",),

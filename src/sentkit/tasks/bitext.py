@@ -18,6 +18,8 @@ import numpy as np
 from sentkit.datasets.bucc import BUCC_PAIRS, BuccSample, load_bucc
 from sentkit.datasets.tatoeba import load_tatoeba
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
+from sentkit.langs import tatoeba_code
 from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import Task
 
@@ -66,8 +68,11 @@ class TatoebaTask(Task):
 
 
 def tatoeba(*, langs=None, data_root=None, batch_size: int = 64) -> TatoebaTask:
-    """Tatoeba for any language codes of the file names (default: EASE's 16); main score = mean."""
-    chosen = TATOEBA_EASE_LANGUAGES if langs is None else tuple(dict.fromkeys(s.strip() for s in langs))
+    """Tatoeba for any language codes (file-name codes or ISO 639-1; default: EASE's 16); main score = mean."""
+    chosen = TATOEBA_EASE_LANGUAGES if langs is None else tuple(dict.fromkeys(tatoeba_code(s) for s in langs))
+    chosen = tuple(c for c in chosen if c != "eng")  # English is the pivot side of every pair
+    if not chosen:
+        raise LanguageNotCovered("tatoeba pairs each language with English; name at least one other language")
     return TatoebaTask(
         name="tatoeba",
         languages=chosen,
@@ -258,5 +263,5 @@ def bucc(*, langs: Iterable[str] | None = None, data_root=None, batch_size: int 
 def _bucc_pair(lang: str) -> str:
     pair = lang.strip() if "-" in lang else f"{lang.strip()}-en"
     if pair not in BUCC_PAIRS:
-        raise ValueError(f"BUCC has no pair {lang!r}; available: {', '.join(BUCC_PAIRS)}")
+        raise LanguageNotCovered(f"BUCC has no pair {lang!r}; available: {', '.join(BUCC_PAIRS)}")
     return pair

@@ -20,6 +20,7 @@ from scipy.optimize import linear_sum_assignment
 from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.datasets.short_text_clustering import load_short_text
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.task import Task
 
 SEEDS: tuple[int, ...] = (42, 43, 44)
@@ -89,7 +90,9 @@ def _select_languages(langs: Iterable[str] | None) -> tuple[str, ...]:
     wanted = tuple(dict.fromkeys(s.strip() for s in langs))
     unknown = [lang for lang in wanted if lang not in MEWSC16_LANGUAGES]
     if unknown:
-        raise ValueError(f"MewsC-16 has no language {unknown}; available: {', '.join(MEWSC16_LANGUAGES)}")
+        raise LanguageNotCovered(
+            f"MewsC-16 has no language {unknown}; available: {', '.join(MEWSC16_LANGUAGES)}"
+        )
     return wanted
 
 
@@ -109,7 +112,7 @@ def mewsc16(*, langs=None, data_root=None, batch_size: int = 64) -> ClusteringTa
 def _english_set(name: str) -> Callable[..., ClusteringTask]:
     def factory(*, langs=None, data_root=None, batch_size: int = 64) -> ClusteringTask:
         if langs is not None and "en" not in set(langs):
-            raise ValueError(f"task {name!r} covers only 'en', asked for {sorted(set(langs))}")
+            raise LanguageNotCovered(f"task {name!r} covers only 'en', asked for {sorted(set(langs))}")
         return ClusteringTask(
             name=name,
             languages=("en",),

@@ -18,6 +18,7 @@ import numpy as np
 from sentkit.datasets.marc import MARC_LANGS, LabelledTexts, load_marc, marc_split_for
 from sentkit.datasets.mewsc16_labels import MEWSC16_LANGS, load_mewsc16_labelled
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.task import Task
 from sentkit.tasks.transfer import subsample
 
@@ -88,7 +89,9 @@ def parse_pairs(source: str, langs: Iterable[str | tuple[str, str]] | None) -> l
         pairs = [tuple(item.split("->")) if isinstance(item, str) else tuple(item) for item in items]
     for pair in pairs:
         if len(pair) != 2 or any(lang not in known for lang in pair):
-            raise ValueError(f"knn-{source}: bad language pair {pair!r} (languages: {', '.join(known)})")
+            raise LanguageNotCovered(
+                f"knn-{source}: bad language pair {pair!r} (languages: {', '.join(known)})"
+            )
         if source not in SHARED_LABELS and pair[0] != pair[1]:
             raise ValueError(
                 f"knn-{source}: {pair[0]}->{pair[1]} is not comparable: category names differ by language"

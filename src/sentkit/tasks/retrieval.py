@@ -15,6 +15,7 @@ import numpy as np
 
 from sentkit.datasets.qabot import QAbotQuery, load_qabot
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.task import Task
 
 
@@ -91,7 +92,7 @@ def qabot_task(
 ) -> QAbotTask:
     """Factory for the registry: QAbot is Japanese only (`langs` may be None or ["ja"])."""
     if langs is not None and tuple(langs) != ("ja",):
-        raise ValueError(f"qabot is Japanese only; got langs={langs!r}")
+        raise LanguageNotCovered(f"qabot is Japanese only; got langs={langs!r}")
     return QAbotTask(
         name="qabot",
         languages=("ja",),

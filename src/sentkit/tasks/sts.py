@@ -24,7 +24,7 @@ from sentkit.datasets.sts17 import DEFAULT_PAIRS, PAIR_FILES, WMT_PAIR, read_sts
 from sentkit.datasets.sts_pairs import STSPairs
 from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import MissingDataError
+from sentkit.errors import LanguageNotCovered, MissingDataError
 from sentkit.tasks.task import Task
 
 STS_EN_ENV = "SENTKIT_STS_EN"
@@ -82,7 +82,7 @@ def _root(data_root: str | Path | None) -> Path | None:
 
 def _check_single_language(task: str, lang: str, langs: Iterable[str] | None) -> None:
     if langs is not None and lang not in set(langs):
-        raise ValueError(f"task {task!r} covers only {lang!r}, asked for {sorted(set(langs))}")
+        raise LanguageNotCovered(f"task {task!r} covers only {lang!r}, asked for {sorted(set(langs))}")
 
 
 def _single(
@@ -142,13 +142,13 @@ def select_pairs(
         src, _, tgt = item.partition("-")
         match = [p for p in known if p in (item, f"{tgt}-{src}")]
         if not match:
-            raise ValueError(f"unknown language pair {item!r}; known: {', '.join(known)}")
+            raise LanguageNotCovered(f"unknown language pair {item!r}; known: {', '.join(known)}")
         chosen.extend(match)
     if codes:
         chosen.extend(p for p in known if p != WMT_PAIR and set(p.split("-")) <= codes)
     chosen = list(dict.fromkeys(chosen))
     if not chosen:
-        raise ValueError(f"no pair matches {sorted(wanted)}; known: {', '.join(known)}")
+        raise LanguageNotCovered(f"no pair matches {sorted(wanted)}; known: {', '.join(known)}")
     return tuple(chosen)
 
 
@@ -246,6 +246,19 @@ def jsick(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
         data_root,
         batch_size,
         split="test",
+    )
+
+
+def jacsts_dev(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
+    """JAC-STS clinical STS dev split (184 pairs): model selection while adapting to the clinical domain."""
+    return _single(
+        "jacsts-dev",
+        "ja",
+        lambda r: read_jsts(data_file("sts-ja", "JAC-STS", "JAC-sts-dev.csv", root=r), dataset="JACSTS.dev"),
+        langs,
+        data_root,
+        batch_size,
+        split="dev",
     )
 
 

@@ -25,6 +25,7 @@ from sentkit.datasets.pawsx import PAWSX_LANGS, load_pawsx
 from sentkit.datasets.qam import QAM_LANGS, load_qam
 from sentkit.datasets.xnli import XNLI_LANGS, LabelledPairs, load_xnli
 from sentkit.encoders.protocol import Encoder
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.task import Task
 
 # mUSE v3 (Yang et al. 2020) was trained on 16 languages: zh-cn and zh-tw both map to `zh` here.
@@ -200,7 +201,9 @@ def transfer_task(
     languages = tuple(langs) if langs is not None else default_langs
     unknown = sorted(set(languages) - set(default_langs))
     if unknown:
-        raise ValueError(f"{dataset} has no language(s) {unknown} (known: {', '.join(default_langs)})")
+        raise LanguageNotCovered(
+            f"{dataset} has no language(s) {unknown} (known: {', '.join(default_langs)})"
+        )
     return TransferTask(
         name=name or dataset,
         languages=languages,
