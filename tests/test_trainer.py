@@ -140,11 +140,11 @@ def test_malformed_training_files_name_file_and_line(tmp_path):
         load_training_data(str(bad_csv))
     no_anchor = tmp_path / "noanchor.tsv"
     no_anchor.write_text("premise\thypothesis\na\tb\n", encoding="utf-8")
-    with pytest.raises(DataFormatError, match=r"noanchor.tsv:1: expected a header naming anchor"):
+    with pytest.raises(DataFormatError, match=r"noanchor.tsv:1: expected a header row sent0,sent1"):
         load_training_data(str(no_anchor))
     bad_jsonl = tmp_path / "bad.jsonl"
     bad_jsonl.write_text('{"anchor": "a"}\n{"anchor": \n', encoding="utf-8")
-    with pytest.raises(DataFormatError, match=r"bad.jsonl:2: expected one JSON object"):
+    with pytest.raises(DataFormatError, match=r"bad.jsonl:2: expected a JSON object"):
         load_training_data(str(bad_jsonl))
 
 

@@ -155,8 +155,7 @@ def _cmd_train(argv: list[str]) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _run(argv: list[str]) -> int:
     if argv and argv[0] == "train":
         return _cmd_train(argv[1:])
     args = _parser().parse_args(argv)
@@ -171,6 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "models":
         return _cmd_models()
     raise AssertionError(args.command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; bad input (malformed or missing files, unknown names) ends in one `sentkit: error:` line."""
+    from sentkit.errors import DataFormatError, LanguageNotCovered, MissingDataError, UnknownName
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(argv)
+    except (DataFormatError, MissingDataError, LanguageNotCovered, UnknownName) as err:
+        print(f"sentkit: error: {err}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

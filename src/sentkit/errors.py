@@ -28,3 +28,10 @@ class MissingDataError(FileNotFoundError):
 
 class LanguageNotCovered(ValueError):
     """A task was asked for languages it has no data for (evaluation skips it and says why)."""
+
+
+class UnknownName(KeyError):
+    """A registry lookup (task, suite, encoder, objective) failed; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""

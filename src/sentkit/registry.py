@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from sentkit.errors import UnknownName
+
 T = TypeVar("T")
 
 
@@ -34,7 +36,7 @@ class Registry(Generic[T]):
         except KeyError:
             close = difflib.get_close_matches(name, self._items, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise KeyError(
+            raise UnknownName(
                 f"unknown {self.kind} {name!r}{hint} (known: {', '.join(sorted(self._items))})"
             ) from None
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from sentkit.datasets.marc import MARC_SPLIT_LANGS, load_marc, marc_split_for, read_marc
-from sentkit.datasets.mewsc16_labels import MEWSC16_LANGS, load_mewsc16_labelled, read_mewsc16_labelled
 from sentkit.datasets.pawsx import PAWSX_LANGS, load_pawsx
 from sentkit.datasets.qabot import load_qabot, read_qabot_query
 from sentkit.datasets.qam import QAM_LANGS, load_qam
@@ -64,15 +63,6 @@ def test_qabot_real_counts(data_root):
     assert all(1 <= q.labels.sum() <= 7 for q in queries)
     assert queries[0].query.startswith("課題1を提出")
     assert "\n" in queries[0].answers[1]  # quoted multi-line CSV fields are kept whole
-
-
-def test_mewsc16_labels_real_counts(data_root):
-    counts = {lang: len(load_mewsc16_labelled(lang, data_root)) for lang in ("en", "ja", "ko")}
-    # the files have no final newline, so `wc -l` shows one line fewer
-    assert counts == {"en": 12892, "ja": 1984, "ko": 344}
-    ja = load_mewsc16_labelled("ja", data_root)
-    assert (ja.labels == "スポーツ").sum() == 498
-    assert len(MEWSC16_LANGS) == 16
 
 
 # --- corrupted copies -----------------------------------------------------------------------------
@@ -137,13 +127,3 @@ def test_qabot_broken_copies(data_root, tmp_path):
     (folder / "question.txt").unlink()
     with pytest.raises(MissingDataError, match="question.txt"):
         read_qabot_query(folder)
-
-
-def test_mewsc16_misaligned_files(tmp_path):
-    (tmp_path / "xx_sentences.txt").write_text("a\nb\nc\n", encoding="utf-8")
-    (tmp_path / "xx_categories.txt").write_text("Sports\nSports\n", encoding="utf-8")
-    with pytest.raises(DataFormatError, match=r"xx_categories\.txt:3: expected as many lines"):
-        read_mewsc16_labelled(tmp_path / "xx_sentences.txt", tmp_path / "xx_categories.txt")
-    (tmp_path / "xx_categories.txt").write_text("Sports\n\nCrime\n", encoding="utf-8")
-    with pytest.raises(DataFormatError, match=r"xx_categories\.txt:2: expected a category name"):
-        read_mewsc16_labelled(tmp_path / "xx_sentences.txt", tmp_path / "xx_categories.txt")

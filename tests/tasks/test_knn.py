@@ -41,12 +41,21 @@ def test_self_exclusion_changes_the_answer():
     assert knn_accuracy(A, A_LABELS, A, A_LABELS, exclude_self=True) == 50.0
 
 
-def test_chunking_gives_the_same_neighbours():
+def test_leave_one_out_matches_brute_force():
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((50, 8))
-    assert np.array_equal(
-        nearest_neighbours(x, x, exclude_self=True, chunk=7), nearest_neighbours(x, x, exclude_self=True)
-    )
+    x = rng.standard_normal((50, 8)).astype(np.float32)
+    unit = x / np.linalg.norm(x, axis=1, keepdims=True)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -np.inf)
+    assert nearest_neighbours(x, x, exclude_self=True).tolist() == sims.argmax(1).tolist()
+    y = rng.standard_normal((30, 8)).astype(np.float32)
+    brute = (y / np.linalg.norm(y, axis=1, keepdims=True)) @ unit.T
+    assert nearest_neighbours(y, x).tolist() == brute.argmax(1).tolist()
+
+
+def test_duplicate_rows_still_count_as_neighbours():
+    x = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    assert nearest_neighbours(x, x, exclude_self=True).tolist()[:2] == [1, 0]
 
 
 def test_matrix_by_hand():

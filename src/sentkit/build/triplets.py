@@ -7,7 +7,6 @@ anchor+positive+negative (triplets), plus `lang` where it is known.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,7 +15,8 @@ import numpy as np
 
 from datasets import Dataset
 from sentkit.datasets.columns import ANCHOR, LANG, NEGATIVE, POSITIVE
-from sentkit.datasets.corpus import iter_utf8_lines, read_corpus
+from sentkit.datasets.corpus import read_corpus
+from sentkit.datasets.lines import iter_jsonl, iter_utf8_lines
 from sentkit.datasets.nli import (
     CONTRADICTION,
     ENTAILMENT,
@@ -190,15 +190,7 @@ def _from_table(path: Path) -> Dataset:
 def _from_jsonl(path: Path) -> Dataset:
     numbers: list[int] = []
     objects: list[dict] = []
-    for number, line in iter_utf8_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(path, number, f"expected a JSON object ({err.msg})") from None
-        if not isinstance(obj, dict):
-            raise DataFormatError(path, number, f"expected a JSON object, got {type(obj).__name__}")
+    for number, obj in iter_jsonl(path):
         if not objects and "sentence1" in obj and "gold_label" in obj:
             return nli_triplets(read_snli_jsonl(path))
         numbers.append(number)

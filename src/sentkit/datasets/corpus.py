@@ -8,32 +8,15 @@ SimCSE batch becomes a false negative of itself. Lines are already sentences in 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
-from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.datasets.lines import iter_utf8_lines
+from sentkit.errors import MissingDataError
 
 # Japanese full stops and !/? always end a sentence; an ASCII "." only before a space, a non-ASCII
 # character (clinical abstracts write "疾患である.スーパー抗原...") or the end, so "3.5 mg" survives.
 _SENTENCE_END = re.compile(r"(?<=[。．！？!?])|(?<=\.)(?=\s|[^\x00-\x7f]|$)")
-
-
-def iter_utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without its newline) for a UTF-8 file; a bad byte names file:line."""
-    path = Path(path)
-    if not path.is_file():
-        raise MissingDataError(path, "expected a UTF-8 text file")
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(
-                    path, number, f"expected UTF-8 text ({err.reason} at byte {err.start} of the line)"
-                ) from None
-            if number == 1:
-                line = line.removeprefix("\ufeff")
-            yield number, line.rstrip("\r\n")
 
 
 def split_sentences(text: str) -> list[str]:

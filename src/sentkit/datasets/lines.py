@@ -1,24 +1,46 @@
-"""Plain one-sentence-per-line input files (for `sentkit encode`)."""
+"""Reading UTF-8 text files line by line, with errors that name the file and line."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from sentkit.errors import DataFormatError, MissingDataError
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """Every line of a UTF-8 file, newline stripped; blank lines kept so rows stay aligned with lines."""
+def iter_utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline) for a UTF-8 file; a bad byte names file:line."""
     path = Path(path)
     if not path.is_file():
-        raise MissingDataError(path, "expected a UTF-8 text file with one sentence per line")
-    lines = []
+        raise MissingDataError(path, "expected a UTF-8 text file")
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             try:
-                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 raise DataFormatError(
-                    path, number, f"expected UTF-8 text ({err.reason} at byte {err.start})"
+                    path, number, f"expected UTF-8 text ({err.reason} at byte {err.start} of the line)"
                 ) from None
-    return lines
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            yield number, line.rstrip("\r\n")
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Every line of a UTF-8 file, newline stripped; blank lines kept so rows stay aligned with lines."""
+    return [line for _, line in iter_utf8_lines(path)]
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON-lines file; anything but an object is an error."""
+    for number, line in iter_utf8_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(path, number, f"expected a JSON object ({err.msg})") from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, number, f"expected a JSON object, got {type(obj).__name__}")
+        yield number, obj

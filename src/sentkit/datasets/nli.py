@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentkit.datasets.corpus import iter_utf8_lines
+from sentkit.datasets.lines import iter_jsonl, iter_utf8_lines
 from sentkit.datasets.root import data_file
 from sentkit.datasets.xnli import XNLI_LABELS, XNLI_LANGS, XNLI_SPLITS, read_labelled_pairs
 from sentkit.errors import DataFormatError, MissingDataError
@@ -44,14 +43,8 @@ class NliRow:
 def read_snli_jsonl(path: str | Path, lang: str = "en") -> list[NliRow]:
     """SNLI/MultiNLI `.jsonl`: one object a line with sentence1, sentence2, gold_label ("-" skipped)."""
     rows = []
-    for number, line in iter_utf8_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(path, number, f"expected a JSON object ({err.msg})") from None
-        if not isinstance(obj, dict) or any(not isinstance(obj.get(k), str) for k in _SNLI_FIELDS):
+    for number, obj in iter_jsonl(path):
+        if any(not isinstance(obj.get(k), str) for k in _SNLI_FIELDS):
             raise DataFormatError(
                 path, number, f"expected a JSON object with string fields {list(_SNLI_FIELDS)}"
             )

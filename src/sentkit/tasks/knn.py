@@ -16,38 +16,33 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.datasets.marc import MARC_LANGS, LabelledTexts, load_marc, marc_split_for
-from sentkit.datasets.mewsc16_labels import MEWSC16_LANGS, load_mewsc16_labelled
+from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import LanguageNotCovered
+from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import Task
 from sentkit.tasks.transfer import subsample
 
-KNN_SOURCES: dict[str, tuple[str, ...]] = {"mewsc16": MEWSC16_LANGS, "marc": MARC_LANGS}
+KNN_SOURCES: dict[str, tuple[str, ...]] = {"mewsc16": MEWSC16_LANGUAGES, "marc": MARC_LANGS}
 # Sources whose labels mean the same in every language (cross-lingual pairs are scored by default).
 SHARED_LABELS = {"marc"}
 
 
-def nearest_neighbours(
-    queries: np.ndarray, keys: np.ndarray, exclude_self: bool = False, chunk: int = 2048
-) -> np.ndarray:
+def nearest_neighbours(queries: np.ndarray, keys: np.ndarray, exclude_self: bool = False) -> np.ndarray:
     """Row index in `keys` of each query's cosine nearest neighbour; with exclude_self, query i skips key i.
 
-    Exact search with a chunked matrix product (same answer as faiss IndexFlatIP on normalised rows).
+    Exact FAISS search (`cosine_knn`); for leave-one-out the two best are fetched and the query's own row
+    is dropped, so a duplicate sentence elsewhere in the set still counts as a neighbour.
     """
     if exclude_self and len(queries) != len(keys):
         raise ValueError("exclude_self needs queries and keys to be the same rows")
     if exclude_self and len(keys) < 2:
         raise ValueError("leave-one-out needs at least 2 rows")
-    q = queries / np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
-    k = keys / np.maximum(np.linalg.norm(keys, axis=1, keepdims=True), 1e-12)
-    best = np.empty(len(q), dtype=np.int64)
-    for lo in range(0, len(q), chunk):
-        sims = q[lo : lo + chunk] @ k.T  # (chunk, n_keys)
-        if exclude_self:
-            rows = np.arange(sims.shape[0])
-            sims[rows, lo + rows] = -np.inf
-        best[lo : lo + chunk] = sims.argmax(axis=1)
-    return best
+    _, idx = cosine_knn(queries, keys, k=2 if exclude_self else 1)  # (n, k)
+    if not exclude_self:
+        return idx[:, 0].astype(np.int64)
+    own = idx[:, 0] == np.arange(len(queries))
+    return np.where(own, idx[:, 1], idx[:, 0]).astype(np.int64)
 
 
 def knn_accuracy(
@@ -118,7 +113,8 @@ class KNNTask(Task):
                 full = load_marc(lang, split, self.data_root)
                 files[lang] = f"marc/{split}.{lang}"
             else:
-                full = load_mewsc16_labelled(lang, self.data_root)
+                texts, categories = load_mewsc16(lang, self.data_root)
+                full = LabelledTexts(texts, np.asarray(categories, dtype=str))
                 files[lang] = f"mewsc16/{lang}"
             self.data[lang] = full.subset(subsample(len(full), self.max_per_lang, self.seed))
         self.meta.update(files=files)
