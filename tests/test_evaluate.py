@@ -91,3 +91,25 @@ def test_global_langs_skip_tasks_without_those_languages(tmp_path):
     assert res["tasks"]["tatoeba"]["languages"] == ["deu"]
     # one-hot stub: every sentence maps to one of two vectors, so retrieval is near chance (well below 5%)
     assert res["tasks"]["tatoeba"]["main_score"] < 5
+
+
+class _CountingEncoder(_OneHotEncoder):
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        self.calls.append(list(sentences))
+        return super().encode(sentences, batch_size, show_progress)
+
+
+def test_a_run_encodes_each_distinct_sentence_once(stub_task):
+    name2 = "_stub-first-letter-again"
+    if name2 not in TASKS:
+        TASKS.add(name2, lambda **kw: _FirstLetterTask(name=name2, languages=("en",)))
+    encoder = _CountingEncoder()
+    res = evaluate(encoder, [stub_task, name2], show_progress=False)
+    assert encoder.calls == [["a1", "a2", "b1"]]  # the second task is served from the run's cache
+    first, second = res["tasks"][stub_task], res["tasks"][name2]
+    assert (first["sentences"], first["sentences_requested"]) == (3, 3)
+    assert (second["sentences"], second["sentences_requested"]) == (0, 3)
+    assert second["main_score"] == first["main_score"] == pytest.approx(100.0)
