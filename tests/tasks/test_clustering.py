@@ -95,3 +95,20 @@ def test_minilm_on_tweet(data_root):
     encoder = TransformerEncoder.from_pretrained(MODEL_DIR)
     score = get_task("tweet", data_root=data_root).evaluate(encoder)["main_score"]
     assert 55 < score < 80  # measured 65.3 (mean of seeds 42-44)
+
+
+def test_mewsc16_sample_keeps_the_rows_knn_keeps(data_root):
+    """mewsc16-100 and knn-mewsc16-100 score the same seeded rows, so a run encodes them once."""
+    from sentkit.datasets.mewsc16 import load_mewsc16
+    from sentkit.tasks import get_task
+
+    clustering = get_task("mewsc16-100", langs=["ko", "eo"], data_root=data_root)
+    knn = get_task("knn-mewsc16-100", langs=["ko", "eo"], data_root=data_root)
+    clustering.load(), knn.load()
+    for lang in ("ko", "eo"):
+        texts, labels = clustering._data[lang]
+        assert len(texts) == 100 and texts == knn.data[lang].texts
+        full_texts, full_labels = load_mewsc16(lang, data_root)
+        assert [full_labels[full_texts.index(t)] for t in texts[:10]] == labels[
+            :10
+        ]  # labels travel with rows

@@ -15,8 +15,13 @@ import pytest
 from sentkit.tasks import SUITES, TASKS, get_task, resolve_tasks
 
 USER_SUPPLIED = {"sts12-16"}  # English STS12-16 is not shipped; tests/tasks/test_sts.py covers its reader
-# Variants of a task already in `all`: a dev split used for model selection and a subsample for speed.
-VARIANTS = {"jacsts-dev": "jacsts", "xnli-1k": "xnli"}
+# Variants of a task already in `all`: a dev split used for model selection and samples for speed.
+VARIANTS = {
+    "jacsts-dev": "jacsts",
+    "xnli-100": "xnli",
+    "mewsc16-100": "mewsc16",
+    "knn-mewsc16-100": "knn-mewsc16",
+}
 # Upper bounds for a random encoder: percent-scale scores near chance level for the task.
 CHANCE_CEILING = {
     "tatoeba": 5.0,  # 1 in ~1000 candidates

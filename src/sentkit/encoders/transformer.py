@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,11 +71,12 @@ class TransformerEncoder(nn.Module):
         from transformers import AutoModel, AutoTokenizer
 
         st = _read_sentence_transformers_layout(Path(path_or_name))
-        model = (
-            AutoModel.from_pretrained(str(path_or_name), add_pooling_layer=False)
-            if _is_bert_like(path_or_name)
-            else AutoModel.from_pretrained(str(path_or_name))
-        )
+        with _quiet_transformers():  # the dropped pooler is expected, not worth a load report per model
+            model = (
+                AutoModel.from_pretrained(str(path_or_name), add_pooling_layer=False)
+                if _is_bert_like(path_or_name)
+                else AutoModel.from_pretrained(str(path_or_name))
+            )
         tokenizer = AutoTokenizer.from_pretrained(str(path_or_name))
         enc = cls(
             model,
@@ -226,6 +228,23 @@ def write_sentence_transformers_layout(
             indent=2,
         )
     )
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Silence transformers' weight-loading report and progress bar while loading; errors still raise."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _read_sentence_transformers_layout(folder: Path) -> dict:

@@ -21,7 +21,7 @@ from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.datasets.short_text_clustering import load_short_text
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import LanguageNotCovered
-from sentkit.tasks.task import Task
+from sentkit.tasks.task import Task, subsample
 
 SEEDS: tuple[int, ...] = (42, 43, 44)
 N_INIT = 10  # scikit-learn 0.22's KMeans default, the version EASE pins
@@ -64,12 +64,15 @@ class ClusteringTask(Task):
     subsets: tuple[str, ...] = ()
     loader: Loader | None = None
     seeds: tuple[int, ...] = SEEDS
+    max_per_subset: int | None = None  # seeded subsample of each subset (None = all rows, the protocol)
     _data: dict[str, tuple[list[str], Sequence]] = field(default_factory=dict, repr=False)
 
     def load(self) -> None:
         for subset in self.subsets:
             if subset not in self._data:
-                self._data[subset] = self.loader(subset, self.data_root)
+                texts, labels = self.loader(subset, self.data_root)
+                keep = subsample(len(texts), self.max_per_subset)
+                self._data[subset] = ([texts[i] for i in keep], [labels[i] for i in keep])
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
@@ -96,11 +99,22 @@ def _select_languages(langs: Iterable[str] | None) -> tuple[str, ...]:
     return wanted
 
 
-def mewsc16(*, langs=None, data_root=None, batch_size: int = 64) -> ClusteringTask:
-    """MewsC-16, one k-means per language (categories are language-specific); main score = mean."""
+def mewsc16(
+    *,
+    langs=None,
+    data_root=None,
+    batch_size: int = 64,
+    max_per_lang: int | None = None,
+    name: str = "mewsc16",
+) -> ClusteringTask:
+    """MewsC-16, one k-means per language (categories are language-specific); main score = mean.
+
+    `max_per_lang` keeps a seeded sample of each language (the rows knn-mewsc16 keeps with the same limit).
+    """
     chosen = _select_languages(langs)
     return ClusteringTask(
-        name="mewsc16",
+        name=name,
+        max_per_subset=max_per_lang,
         languages=chosen,
         data_root=Path(data_root) if data_root else None,
         batch_size=batch_size,

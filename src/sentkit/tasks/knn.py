@@ -20,8 +20,7 @@ from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.knn_search import cosine_knn
-from sentkit.tasks.task import Task
-from sentkit.tasks.transfer import subsample
+from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
 
 KNN_SOURCES: dict[str, tuple[str, ...]] = {"mewsc16": MEWSC16_LANGUAGES, "marc": MARC_LANGS}
 # Sources whose labels mean the same in every language (cross-lingual pairs are scored by default).
@@ -102,7 +101,7 @@ class KNNTask(Task):
     pairs: tuple[tuple[str, str], ...] = ()
     split: str = "test"  # MARC only
     max_per_lang: int | None = None  # seeded subsample per language (None = all rows)
-    seed: int = 1111
+    seed: int = SUBSAMPLE_SEED
     data: dict[str, LabelledTexts] = field(default_factory=dict, repr=False)
 
     def load(self) -> None:
@@ -150,7 +149,7 @@ def knn_task(
     pairs = parse_pairs(source, langs)
     languages = tuple(dict.fromkeys(lang for pair in pairs for lang in pair))
     return KNNTask(
-        name=f"knn-{source}",
+        name=options.pop("name", f"knn-{source}"),
         languages=languages,
         data_root=Path(data_root) if data_root is not None else None,
         batch_size=batch_size,

@@ -5,7 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from sentkit.encoders.protocol import Encoder
+
+SUBSAMPLE_SEED = 1111  # one seed for every task's subsample, so tasks on the same file keep the same rows
+
+
+def subsample(n: int, limit: int | None, seed: int = SUBSAMPLE_SEED) -> np.ndarray:
+    """Sorted row indices of a seeded sample of `limit` rows (all rows if limit is None or >= n).
+
+    Every language uses the same seed, so on parallel test sets (XNLI, PAWS-X) the same items are kept,
+    and two tasks sampling one file (MewsC-16 clustering and kNN) see the same rows.
+    """
+    if limit is None or limit >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
 @dataclass

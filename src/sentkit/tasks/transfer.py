@@ -26,7 +26,7 @@ from sentkit.datasets.qam import QAM_LANGS, load_qam
 from sentkit.datasets.xnli import XNLI_LANGS, LabelledPairs, load_xnli
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import LanguageNotCovered
-from sentkit.tasks.task import Task
+from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
 
 # mUSE v3 (Yang et al. 2020) was trained on 16 languages: zh-cn and zh-tw both map to `zh` here.
 MUSE_LANGS: tuple[str, ...] = (
@@ -96,16 +96,6 @@ def seen_all_averages(accuracy: dict[str, float], seen: Iterable[str]) -> dict[s
     return out
 
 
-def subsample(n: int, limit: int | None, seed: int) -> np.ndarray:
-    """Sorted row indices of a seeded sample of `limit` rows (all rows if limit is None or >= n).
-
-    Every language uses the same seed, so on parallel test sets (XNLI, PAWS-X) the same items are kept.
-    """
-    if limit is None or limit >= n:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
-
-
 @dataclass
 class TransferTask(Task):
     """Train on English dev, test on each language's test split (MARC ja: dev, reported as `ja(dev)`)."""
@@ -114,7 +104,7 @@ class TransferTask(Task):
     seen_langs: tuple[str, ...] | None = None  # None: encoder.languages if it has one, else mUSE's 16
     max_per_lang: int | None = None  # seeded subsample of each test set (None = all rows)
     max_train: int | None = None  # seeded subsample of the English training set (None = all rows)
-    seed: int = 1111
+    seed: int = SUBSAMPLE_SEED
     c_grid: tuple[float, ...] = C_GRID
     folds: int = 5
     train: LabelledPairs | LabelledTexts | None = field(default=None, repr=False)
