@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import json
-import zlib
 
 import numpy as np
 import pytest
+from fakes import TableEncoder
 
 from sentkit.tasks.knn import knn_accuracy, knn_accuracy_matrix, knn_task, nearest_neighbours, parse_pairs
-
-
-class TableEncoder:
-    name = "table"
-
-    def __init__(self, table: dict[str, list[float]] | None = None, dim: int = 2):
-        self.table, self.dim = table or {}, dim
-
-    def encode(self, sentences, batch_size=64, show_progress=False):
-        rows = [
-            self.table.get(s)
-            or np.random.default_rng(zlib.crc32(s.encode())).standard_normal(self.dim).tolist()
-            for s in sentences
-        ]
-        return np.asarray(rows, dtype=np.float32)
-
 
 # Language A: two close points with different labels, two close points with the same label.
 A = np.array([[1.0, 0.0], [0.95, 0.05], [0.0, 1.0], [0.05, 0.95]])

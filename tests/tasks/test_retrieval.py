@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pytest
+from fakes import TableEncoder
 
 from sentkit.tasks.retrieval import (
     QAbotTask,
@@ -15,23 +14,6 @@ from sentkit.tasks.retrieval import (
     rank_by_cosine,
     reciprocal_rank,
 )
-
-
-class TableEncoder:
-    """Looks each sentence up in a dict of vectors (unknown ones: a hash-seeded random vector)."""
-
-    name = "table"
-
-    def __init__(self, table: dict[str, list[float]] | None = None, dim: int = 3):
-        self.table, self.dim = table or {}, dim
-
-    def encode(self, sentences, batch_size=64, show_progress=False):
-        rows = [
-            self.table.get(s)
-            or np.random.default_rng(zlib.crc32(s.encode())).standard_normal(self.dim).tolist()
-            for s in sentences
-        ]
-        return np.asarray(rows, dtype=np.float32)
 
 
 def test_average_precision_by_hand():

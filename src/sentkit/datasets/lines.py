@@ -44,3 +44,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
         if not isinstance(obj, dict):
             raise DataFormatError(path, number, f"expected a JSON object, got {type(obj).__name__}")
         yield number, obj
+
+
+def read_aligned_lines(first: str | Path, second: str | Path) -> tuple[list[str], list[str]]:
+    """Two line-aligned UTF-8 files (e.g. texts and their labels); a length mismatch names the longer file.
+
+    The error points at the first line that has no partner in the shorter file.
+    """
+    a, b = read_lines(first), read_lines(second)
+    if len(a) != len(b):
+        longer, shorter = (first, second) if len(a) > len(b) else (second, first)
+        n = min(len(a), len(b))
+        raise DataFormatError(
+            longer, n + 1, f"expected as many lines as {Path(shorter).name} ({n}), got {max(len(a), len(b))}"
+        )
+    return a, b

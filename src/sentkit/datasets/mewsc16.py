@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sentkit.datasets.lines import read_lines
+from sentkit.datasets.lines import read_aligned_lines
 from sentkit.datasets.root import data_file
 from sentkit.errors import DataFormatError
 
@@ -20,16 +20,7 @@ MEWSC16_LANGUAGES: tuple[str, ...] = (
 
 def read_mewsc16(sentences_path: str | Path, categories_path: str | Path) -> tuple[list[str], list[str]]:
     """(sentences, category names) from two line-aligned files, stripped, empty sentences dropped."""
-    sentences, categories = read_lines(sentences_path), read_lines(categories_path)
-    if len(sentences) != len(categories):
-        longer = sentences_path if len(sentences) > len(categories) else categories_path
-        shorter = categories_path if longer == sentences_path else sentences_path
-        raise DataFormatError(
-            longer,
-            min(len(sentences), len(categories)) + 1,
-            f"expected as many lines as {Path(shorter).name} ({min(len(sentences), len(categories))}), "
-            f"got {max(len(sentences), len(categories))}",
-        )
+    sentences, categories = read_aligned_lines(sentences_path, categories_path)
     texts, labels = [], []
     for number, (sentence, category) in enumerate(zip(sentences, categories), start=1):
         if not category.strip():

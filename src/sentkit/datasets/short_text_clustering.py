@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sentkit.datasets.lines import read_lines
+from sentkit.datasets.lines import read_aligned_lines, read_lines
 from sentkit.datasets.root import data_file
 from sentkit.errors import DataFormatError
 
@@ -41,16 +41,7 @@ def read_label_tab_text(path: str | Path) -> tuple[list[str], list[int]]:
 
 def read_text_and_labels(text_path: str | Path, label_path: str | Path) -> tuple[list[str], list[int]]:
     """A text file plus a line-aligned file of integer labels (Biomedical, SearchSnippets, StackOverflow)."""
-    texts, labels = read_lines(text_path), read_lines(label_path)
-    if len(texts) != len(labels):
-        longer = text_path if len(texts) > len(labels) else label_path
-        shorter = label_path if longer == text_path else text_path
-        raise DataFormatError(
-            longer,
-            min(len(texts), len(labels)) + 1,
-            f"expected as many lines as {Path(shorter).name} ({min(len(texts), len(labels))}), "
-            f"got {max(len(texts), len(labels))}",
-        )
+    texts, labels = read_aligned_lines(text_path, label_path)
     if texts:
         texts[0] = texts[0].lstrip(_BOM)  # searchsnippets.txt starts with a byte-order mark
     return [t.strip() for t in texts], [_int_label(label_path, n, v) for n, v in enumerate(labels, start=1)]
