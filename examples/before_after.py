@@ -19,6 +19,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def add_run_args(parser, *, out: str) -> None:
+    """The flags every example shares: evaluation batch, seed, threads, data root, output folder, smoke."""
+    parser.add_argument("--eval-batch-size", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data-root", default=None)
+    parser.add_argument("--out", type=Path, default=Path(out))
+    parser.add_argument("--smoke", action="store_true", help="tiny settings to check the pipeline runs")
+
+
 def run_before_after(
     args,
     *,

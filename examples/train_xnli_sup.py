@@ -15,9 +15,8 @@ a start-vs-end table. Defaults are sized for < 20 minutes on 2 CPU cores.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from before_after import run_before_after
+from before_after import add_run_args, run_before_after
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -35,12 +34,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--sts17-pairs", default="", help="STS17 pairs to score (default: the 10 of the task)"
     )
-    parser.add_argument("--eval-batch-size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--data-root", default=None)
-    parser.add_argument("--out", type=Path, default=Path("runs/xnli-sup"))
-    parser.add_argument("--smoke", action="store_true", help="tiny settings to check the pipeline runs")
+    add_run_args(parser, out="runs/xnli-sup")
     args = parser.parse_args(argv)
     if args.smoke:
         args.max_rows, args.max_steps, args.batch_size = 64, 2, min(args.batch_size, 16)
@@ -52,7 +46,7 @@ def main(argv: list[str] | None = None) -> dict:
     return run_before_after(
         args,
         example="train_xnli_sup",
-        question="do XNLI dev triplets raise or keep the STS17 average of multilingual-e5-small?",
+        question=f"do XNLI dev triplets raise or keep the STS17 average of {args.model}?",
         objective="simcse-sup",
         data_spec=f"xnli:{args.langs}" if args.langs else "xnli",
         test_task=lambda: get_task(

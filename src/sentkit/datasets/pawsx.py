@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sentkit.datasets.root import data_file
-from sentkit.datasets.xnli import LabelledPairs, read_labelled_pairs
+from sentkit.datasets.xnli import LabelledPairs, load_split_pairs
 
 PAWSX_LANGS: tuple[str, ...] = ("de", "en", "es", "fr", "ja", "ko", "zh")
 PAWSX_LABELS: dict[str, int] = {"0": 0, "1": 1}
@@ -14,6 +13,6 @@ PAWSX_SPLITS = ("dev", "test")
 
 def load_pawsx(lang: str, split: str, root: str | Path | None = None) -> LabelledPairs:
     """PAWS-X `{split}-{lang}.tsv` under `transfer/PAWSX`; label 1 = paraphrase."""
-    if split not in PAWSX_SPLITS:
-        raise ValueError(f"PAWS-X split must be one of {PAWSX_SPLITS}, got {split!r}")
-    return read_labelled_pairs(data_file("transfer", "PAWSX", f"{split}-{lang}.tsv", root=root), PAWSX_LABELS)
+    return load_split_pairs(
+        "PAWS-X", split, PAWSX_SPLITS, ("transfer", "PAWSX", f"{split}-{lang}.tsv"), PAWSX_LABELS, root
+    )

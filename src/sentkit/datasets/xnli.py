@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from sentkit.datasets.lines import iter_utf8_lines
 from sentkit.datasets.root import data_file
-from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.errors import DataFormatError
 
 XNLI_LANGS: tuple[str, ...] = (
     "ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh",
@@ -39,34 +40,34 @@ class LabelledPairs:
 
 def read_labelled_pairs(path: str | Path, label_ids: Mapping[str, int]) -> LabelledPairs:
     """Read `text<TAB>text<TAB>label` lines (no header); a bad line raises DataFormatError(file:line)."""
-    path = Path(path)
-    if not path.is_file():
-        raise MissingDataError(path)
     first, second, labels = [], [], []
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(path, number, f"expected UTF-8 text ({err.reason})") from None
-            fields = line.split("\t")
-            if len(fields) != 3:
-                raise DataFormatError(path, number, f"expected 3 tab-separated fields, got {len(fields)}")
-            label = fields[2].strip()
-            if label not in label_ids:
-                raise DataFormatError(
-                    path, number, f"expected a label in {sorted(label_ids)} in field 3, got {label!r}"
-                )
-            first.append(fields[0])
-            second.append(fields[1])
-            labels.append(label_ids[label])
+    for number, line in iter_utf8_lines(path):
+        fields = line.split("\t")
+        if len(fields) != 3:
+            raise DataFormatError(path, number, f"expected 3 tab-separated fields, got {len(fields)}")
+        label = fields[2].strip()
+        if label not in label_ids:
+            raise DataFormatError(
+                path, number, f"expected a label in {sorted(label_ids)} in field 3, got {label!r}"
+            )
+        first.append(fields[0])
+        second.append(fields[1])
+        labels.append(label_ids[label])
     if not labels:
         raise DataFormatError(path, None, "expected at least one labelled pair, got an empty file")
     return LabelledPairs(first, second, np.asarray(labels, dtype=np.int64))
 
 
+def load_split_pairs(
+    name: str, split: str, splits: tuple[str, ...], parts: tuple[str, ...], label_ids: Mapping[str, int], root
+) -> LabelledPairs:
+    """One split of a labelled-pair dataset: check `split`, then read `data_file(*parts)`."""
+    if split not in splits:
+        raise ValueError(f"{name} split must be one of {splits}, got {split!r}")
+    return read_labelled_pairs(data_file(*parts, root=root), label_ids)
+
+
 def load_xnli(lang: str, split: str, root: str | Path | None = None) -> LabelledPairs:
     """XNLI `{split}-{lang}.tsv` under `transfer/XNLI` (dev 2490 / test 5010 pairs per language)."""
-    if split not in XNLI_SPLITS:
-        raise ValueError(f"XNLI split must be one of {XNLI_SPLITS}, got {split!r}")
-    return read_labelled_pairs(data_file("transfer", "XNLI", f"{split}-{lang}.tsv", root=root), XNLI_LABELS)
+    parts = ("transfer", "XNLI", f"{split}-{lang}.tsv")
+    return load_split_pairs("XNLI", split, XNLI_SPLITS, parts, XNLI_LABELS, root)
