@@ -69,7 +69,7 @@ TASKS.add("qabot", qabot_task)
 # --- end transfer+knn+retrieval ---
 
 # Named suites: `sentkit eval --tasks default`. The default suite is what fits well under 10 minutes on
-# 2 CPU cores for a MiniLM-class model (~7.5 min; cross-lingual transfer is left to `transfer` or
+# 2 CPU cores for a MiniLM-class model (7.1 min measured; cross-lingual transfer is left to `transfer` or
 # `xnli-100`, +85 s); `all` is every full protocol with data here.
 SUITES: dict[str, list[str]] = {
     "default": [
