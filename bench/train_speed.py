@@ -44,7 +44,7 @@ def full_length_sentences(spec: str, model_dir: str, max_length: int, needed: in
     """Texts from a training data spec that fill `max_length` tokens, so no batch is shorter than another."""
     from transformers import AutoTokenizer
 
-    from sentkit.build.triplets import load_training_data
+    from sentkit.training_data.triplets import load_training_data
 
     texts = list(load_training_data(spec, seed=seed)["anchor"])
     tokenizer = AutoTokenizer.from_pretrained(model_dir)

@@ -158,11 +158,11 @@ def _cast(raw: str, kind: type) -> Any:
 def load_training_data(spec, data_root: str | Path | None = None):
     """A `datasets.Dataset` with contract columns from a Dataset, a callable returning one, or a data spec.
 
-    Specs (files, folders, `xnli[:langs]`, corpus names) are resolved by `sentkit.build.triplets`; the rows
+    Specs (files, folders, `xnli[:langs]`, corpus names) are resolved by `sentkit.training_data.triplets`; the rows
     keep their file order here because the Trainer shuffles them with the run's seed.
     """
     import datasets
-    from sentkit.build.triplets import load_training_data as resolve_spec
+    from sentkit.training_data.triplets import load_training_data as resolve_spec
 
     if isinstance(spec, datasets.Dataset):
         return spec

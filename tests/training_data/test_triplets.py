@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sentkit.build.triplets import load_training_data, nli_triplets, xnli_triplets
+from sentkit.training_data.triplets import load_training_data, nli_triplets, xnli_triplets
 from sentkit.datasets.nli import NliRow, read_simcse_csv
 from sentkit.errors import DataFormatError, MissingDataError
 
