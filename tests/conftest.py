@@ -50,3 +50,10 @@ def data_root():
     if not path.is_dir():
         pytest.skip(f"benchmark data not found at {path} (set SENTKIT_DATA)")
     return path
+
+
+@pytest.fixture
+def toy_root(tmp_path, monkeypatch):
+    """A temporary data root for hand-made or edited copies of benchmark files (shipped checksums off)."""
+    monkeypatch.setenv("SENTKIT_VERIFY_DATA", "0")
+    return tmp_path

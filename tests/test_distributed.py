@@ -25,15 +25,12 @@ def _global_batch(rows: int = 8, dim: int = 6):
     return [torch.randn(rows, dim, generator=g, dtype=torch.float64) for _ in range(3)]
 
 
-def _rank_worker(rank: int, port: int, out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _collectives(rank: int) -> dict:
+    """This rank's share of the losses, gradients and gathers; returns only plain tensors (no graph)."""
     from sentkit.objectives.gather import gather_with_grad
     from sentkit.objectives.simcse import info_nce
     from sentkit.objectives.supervised import weighted_hard_negative_loss
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     a, p, n = (x.chunk(WORLD)[rank].clone().requires_grad_() for x in _global_batch())
     p_all, offset = gather_with_grad(p)
     n_all, _ = gather_with_grad(n)
@@ -47,19 +44,40 @@ def _rank_worker(rank: int, port: int, out_dir: str) -> None:
     # uneven row counts (a short last batch): gathered rows keep their order and owner offsets
     ragged = torch.arange(3 + 2 * rank, dtype=torch.float64).unsqueeze(1) + 100 * rank
     gathered, ragged_offset = gather_with_grad(ragged)
-    torch.save(
-        {
-            "loss": loss.item(),
-            "grads": [a.grad, p.grad, n.grad],
-            "unsup": unsup.item(),
-            "unsup_grads": [unsup_a.grad, unsup_b.grad],
-            "offset": offset,
-            "ragged": gathered.squeeze(1).tolist(),
-            "ragged_offset": ragged_offset,
-        },
-        os.path.join(out_dir, f"rank{rank}.pt"),
-    )
-    dist.destroy_process_group()
+    return {
+        "loss": loss.item(),
+        "grads": [a.grad, p.grad, n.grad],
+        "unsup": unsup.item(),
+        "unsup_grads": [unsup_a.grad, unsup_b.grad],
+        "offset": offset,
+        "ragged": gathered.squeeze(1).tolist(),
+        "ragged_offset": ragged_offset,
+    }
+
+
+def _rank_worker(rank: int, store_file: str, out_dir: str) -> None:
+    """One spawned process. Teardown is ordered so no C++ thread outlives what it uses.
+
+    The old worker rendezvoused over TCP: rank 0 then hosts the c10d store server on a thread of its own
+    and may reach interpreter exit while rank 1 still talks to it during its own teardown; CI saw a worker
+    abort about every other run (`terminate called without an active exception`, SIGABRT). That cause
+    is inferred from the message (the abort did not reproduce in 20 standalone runs here).
+    A FileStore has no server thread and no port to race for; the autograd graphs that hold the
+    process group (`ctx.group` of the all-gather nodes) are freed inside `_collectives`, and a barrier
+    keeps either rank from destroying the group while the other is still inside a collective.
+    """
+    import gc
+
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=WORLD)
+    try:
+        result = _collectives(rank)
+        gc.collect()
+        torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
 
 
 def test_gathered_losses_and_gradients_equal_one_process_on_the_whole_batch(tmp_path):
@@ -68,7 +86,7 @@ def test_gathered_losses_and_gradients_equal_one_process_on_the_whole_batch(tmp_
     from sentkit.objectives.simcse import info_nce
     from sentkit.objectives.supervised import weighted_hard_negative_loss
 
-    mp.spawn(_rank_worker, args=(_free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    mp.spawn(_rank_worker, args=(str(tmp_path / "store"), str(tmp_path)), nprocs=WORLD, join=True)
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD)]
 
     a, p, n = (x.clone().requires_grad_() for x in _global_batch())

@@ -87,7 +87,7 @@ def test_resolve_tasks_expands_suites_and_hints_typos(stub_task):
 def test_global_langs_skip_tasks_without_those_languages(tmp_path):
     """`--langs de` skips an English-only task with its reason on record, and still runs sts17 en-de."""
     res = evaluate(_OneHotEncoder(), ["stsb", "tatoeba"], langs=["de"], show_progress=False)
-    assert "covers only 'en'" in res["skipped"]["stsb"]
+    assert "de" in res["skipped"]["stsb"] and "en" in res["skipped"]["stsb"]  # asked for, and what it has
     assert res["tasks"]["tatoeba"]["languages"] == ["deu"]
     # one-hot stub: every sentence maps to one of two vectors, so retrieval is near chance (well below 5%)
     assert res["tasks"]["tatoeba"]["main_score"] < 5
@@ -113,3 +113,204 @@ def test_a_run_encodes_each_distinct_sentence_once(stub_task):
     assert (first["sentences"], first["sentences_requested"]) == (3, 3)
     assert (second["sentences"], second["sentences_requested"]) == (0, 3)
     assert second["main_score"] == first["main_score"] == pytest.approx(100.0)
+
+
+# --- a run never loses finished work; bad values fail before any task runs -----------------------------
+
+
+class _ScriptedTask(Task):
+    """Runs `action(encoder)` (may raise, or look at the results file mid-run) and returns its scores."""
+
+    def __init__(self, name, action):
+        super().__init__(name=name, languages=("en",))
+        self.action = action
+
+    def evaluate(self, encoder):
+        return self.action(encoder)
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Register `{name: action}` as tasks for one test (removed afterwards)."""
+
+    def add(**actions):
+        for name, action in actions.items():
+            name = name.replace("_", "-")
+            monkeypatch.setitem(
+                TASKS._items, f"_t-{name}", lambda n=name, a=action, **kw: _ScriptedTask(f"_t-{n}", a)
+            )
+
+    return add
+
+
+def _ok(encoder):
+    encoder.encode(["a1", "b1"])
+    return {"main_score": 42.0}
+
+
+def _boom(encoder):
+    raise RuntimeError("disk on fire\nsecond line")
+
+
+def _strict_json(path):
+    def refuse(name):
+        raise AssertionError(f"{path} holds {name}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "8"])
+def test_batch_size_must_be_a_positive_integer(tmp_path, stub_task, bad):
+    """Today -1 writes NaN scores, 0 is a ZeroDivisionError deep in a task."""
+    from sentkit.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match=rf"batch_size must be a positive integer, got {bad!r}"):
+        evaluate(_OneHotEncoder(), [stub_task], out=tmp_path, batch_size=bad, show_progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_seed_numpy_cannot_take_fails_first(stub_task):
+    with pytest.raises(ValueError, match=r"seed must be an integer from 0 to 2\*\*32-1, got -1"):
+        evaluate(_OneHotEncoder(), [stub_task], seed=-1, show_progress=False)
+
+
+def test_out_that_is_a_file_fails_before_any_task_runs(tmp_path, scripted):
+    from sentkit.errors import OutputPathError
+
+    ran = []
+    scripted(first=lambda enc: ran.append(1) or {"main_score": 1.0})
+    (tmp_path / "taken").write_text("mine")
+    with pytest.raises(OutputPathError, match="taken: is a file"):
+        evaluate(_OneHotEncoder(), ["_t-first"], out=tmp_path / "taken", show_progress=False)
+    with pytest.raises(OutputPathError, match="taken is a file, not a folder"):
+        evaluate(_OneHotEncoder(), ["_t-first"], out=tmp_path / "taken" / "sub", show_progress=False)
+    assert ran == [] and (tmp_path / "taken").read_text() == "mine"
+
+
+def test_each_finished_task_is_on_disk_before_the_next_starts(tmp_path, scripted):
+    seen = {}
+
+    def look(encoder):
+        [path] = tmp_path.glob("*.json")
+        seen.update(_strict_json(path))
+        assert path.with_suffix(".md").read_text().count("Incomplete run") == 1
+        return {"main_score": 7.0}
+
+    scripted(first=_ok, second=look)
+    res = evaluate(_OneHotEncoder(), ["_t-first", "_t-second"], out=tmp_path, show_progress=False)
+    assert seen["complete"] is False and list(seen["tasks"]) == ["_t-first"]
+    final = _strict_json(tmp_path / res["path"].split("/")[-1])
+    assert final["complete"] is True and list(final["tasks"]) == ["_t-first", "_t-second"]
+    assert "Incomplete" not in next(tmp_path.glob("*.md")).read_text()
+
+
+def test_a_failing_task_is_recorded_and_the_others_still_run(tmp_path, scripted, capsys):
+    scripted(first=_ok, broken=_boom, last=_ok)
+    res = evaluate(_OneHotEncoder(), ["_t-first", "_t-broken", "_t-last"], out=tmp_path, show_progress=False)
+    saved = _strict_json(next(tmp_path.glob("*.json")))
+    assert saved["errors"] == {"_t-broken": {"type": "RuntimeError", "message": "disk on fire second line"}}
+    assert list(saved["tasks"]) == ["_t-first", "_t-last"] and saved["complete"] is True
+    assert res["errors"] == saved["errors"]
+    assert "| _t-broken | error: RuntimeError: disk on fire second line | | |" in results_table(res)
+    assert "_t-broken  FAILED: RuntimeError: disk on fire" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_score_is_an_error_never_a_number(tmp_path, scripted, bad):
+    """Today `"main_score": NaN` is written: not JSON, and it reads as a result."""
+    scripted(first=lambda enc: {"main_score": 50.0, "en-de": bad}, second=_ok)
+    res = evaluate(_OneHotEncoder(), ["_t-first", "_t-second"], out=tmp_path, show_progress=False)
+    saved = _strict_json(next(tmp_path.glob("*.json")))  # strict: NaN/Infinity would fail here
+    assert saved["errors"]["_t-first"]["type"] == "NonFiniteScore"
+    assert "non-finite value at scores.en-de" in saved["errors"]["_t-first"]["message"]
+    assert list(saved["tasks"]) == ["_t-second"] == list(res["tasks"])
+
+
+def test_ctrl_c_keeps_finished_tasks_in_a_file_marked_incomplete(tmp_path, scripted):
+    from sentkit.evaluate import EvaluationInterrupted
+
+    def interrupt(encoder):
+        raise KeyboardInterrupt
+
+    scripted(first=_ok, second=interrupt, third=_ok)
+    with pytest.raises(EvaluationInterrupted) as caught:
+        evaluate(_OneHotEncoder(), ["_t-first", "_t-second", "_t-third"], out=tmp_path, show_progress=False)
+    assert isinstance(caught.value, KeyboardInterrupt) and caught.value.finished == 1
+    saved = _strict_json(caught.value.path)
+    assert saved["complete"] is False and saved["interrupted"] == "_t-second"
+    assert list(saved["tasks"]) == ["_t-first"] and saved["tasks"]["_t-first"]["main_score"] == 42.0
+    assert "interrupted during _t-second" in caught.value.path.with_suffix(".md").read_text()
+
+
+def test_ctrl_c_before_any_task_finished_writes_nothing(tmp_path, scripted):
+    from sentkit.evaluate import EvaluationInterrupted
+
+    def interrupt(encoder):
+        raise KeyboardInterrupt
+
+    scripted(first=interrupt)
+    with pytest.raises(EvaluationInterrupted) as caught:
+        evaluate(_OneHotEncoder(), ["_t-first"], out=tmp_path / "res", show_progress=False)
+    assert caught.value.path is None and not (tmp_path / "res").exists()
+
+
+def test_language_not_covered_is_a_skip_only_when_languages_were_asked_for(tmp_path, scripted):
+    from sentkit.errors import LanguageNotCovered
+
+    def lacking(encoder):
+        raise LanguageNotCovered("task has no 'xx' data")
+
+    scripted(lacking=lacking, first=_ok)
+    res = evaluate(_OneHotEncoder(), ["_t-lacking", "_t-first"], langs=["xx"], show_progress=False)
+    assert res["skipped"] == {"_t-lacking": "task has no 'xx' data"} and not res["errors"]
+    res = evaluate(_OneHotEncoder(), ["_t-lacking", "_t-first"], show_progress=False)
+    assert res["errors"]["_t-lacking"]["type"] == "LanguageNotCovered" and not res["skipped"]
+    assert list(res["tasks"]) == ["_t-first"]
+
+
+def test_two_runs_in_the_same_second_keep_both_files(tmp_path, stub_task):
+    for _ in range(2):
+        evaluate(_OneHotEncoder(), [stub_task], out=tmp_path, show_progress=False)
+    assert len(list(tmp_path.glob("*.json"))) == 2
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\xff", "this is not UTF-8 text"),
+        (b"model: x\n", r"r.json:1: expected a results JSON file written by `sentkit eval`"),
+        (b'{"model": "m", "tasks": {"t": {"main_score": NaN}}}', "holds NaN, which no score can be"),
+        (b'{"model": "m", "tasks": []}', "expected a sentkit results JSON object"),
+    ],
+)
+def test_report_refuses_what_is_not_a_results_file(tmp_path, content, message):
+    (tmp_path / "r.json").write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        load_results([tmp_path / "r.json"])
+
+
+def test_report_on_a_folder_or_a_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="is a folder; expected a results JSON file"):
+        load_results([tmp_path])
+    with pytest.raises(FileNotFoundError, match="nope.json: file not found"):
+        load_results([tmp_path / "nope.json"])
+
+
+def test_report_labels_an_incomplete_run(tmp_path, stub_task):
+    run = evaluate(_OneHotEncoder(), [stub_task], show_progress=False)
+    run["complete"] = False
+    (tmp_path / "r.json").write_text(json.dumps(run))
+    assert "| task | stub (incomplete) |" in comparison_table(load_results([tmp_path / "r.json"]))
+
+
+def test_a_task_whose_record_json_cannot_hold_fails_alone(tmp_path, monkeypatch, scripted):
+    class OddMeta(Task):
+        def evaluate(self, encoder):
+            self.meta["model"] = object()  # not JSON: would have crashed the whole run at write time
+            return {"main_score": 1.0}
+
+    monkeypatch.setitem(TASKS._items, "_t-odd", lambda **kw: OddMeta(name="_t-odd"))
+    scripted(first=_ok)
+    res = evaluate(_OneHotEncoder(), ["_t-odd", "_t-first"], out=tmp_path, show_progress=False)
+    assert res["errors"]["_t-odd"] == {"type": "TypeError", "message": "not JSON serialisable: object"}
+    assert list(_strict_json(next(tmp_path.glob("*.json")))["tasks"]) == ["_t-first"]

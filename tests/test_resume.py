@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from transformers import TrainerCallback
 
 from sentkit.datasets.columns import ANCHOR
-from sentkit.trainer import latest_checkpoint, train
+from sentkit.training import latest_checkpoint, train
 from test_trainer import SmallSTS, save_tiny_model, stsb_sentences, tiny_config
 
 
@@ -55,6 +55,16 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, data_root):
     resumed = train(config, data=data, eval_task=task)  # the same command again
     results = json.loads((resumed / "results.json").read_text())
     assert results["resumed_from_step"] == 4 and results["global_step"] == 6
+    # results cover the whole run, not only the resumed part: the same steps and mean loss as unbroken
+    expected = json.loads((straight / "results.json").read_text())
+    assert results["train"]["steps"] == expected["train"]["steps"] == 6
+    assert results["train"]["train_loss"] == pytest.approx(expected["train"]["train_loss"], abs=1e-6)
+    assert [(p["from_step"], p["to_step"]) for p in results["train"]["parts"]] == [(0, 4), (4, 6)]
+    assert results["train"]["train_s"] >= sum(p["train_s"] for p in results["train"]["parts"]) - 1e-3
+    # the first loss logged after the resume is that step's loss, not divided by the steps before it
+    state = json.loads((resumed / "checkpoint-6" / "trainer_state.json").read_text())
+    step5 = next(h for h in state["log_history"] if h.get("step") == 5 and "loss" in h)
+    assert step5["loss_contrastive"] == pytest.approx(step5["loss"], rel=1e-4)
 
     final_a = load_file(straight / "checkpoint-6" / "model.safetensors")
     final_b = load_file(resumed / "checkpoint-6" / "model.safetensors")
@@ -62,6 +72,10 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, data_root):
     for key in final_a:
         torch.testing.assert_close(final_a[key], final_b[key], rtol=0, atol=1e-6, msg=key)
     assert _rows(straight) == _rows(resumed)
-    expected = json.loads((straight / "results.json").read_text())
     assert results["best"] == expected["best"]
     assert results["last_eval"]["main_score"] == pytest.approx(expected["last_eval"]["main_score"], abs=1e-6)
+
+    # the same command once more: a finished run is a no-op that leaves its results as they are
+    before = (resumed / "results.json").read_bytes()
+    assert train(config, data=data, eval_task=task) == resumed
+    assert (resumed / "results.json").read_bytes() == before

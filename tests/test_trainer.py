@@ -13,7 +13,7 @@ import torch
 from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
 from sentkit.errors import DataFormatError
 from sentkit.tasks.task import Task
-from sentkit.trainer import SentenceCollator, TrainConfig, latest_checkpoint, load_training_data, train
+from sentkit.training import SentenceCollator, TrainConfig, latest_checkpoint, train, training_rows
 
 SIMPLE_TYPES = (int, float, str, bool)
 
@@ -109,15 +109,15 @@ def test_objective_overrides():
 
 
 # ---- data --------------------------------------------------------------------------------------------
-def test_load_training_data_formats(tmp_path):
+def test_training_rows_formats(tmp_path):
     txt = tmp_path / "wiki.txt"
     txt.write_text("First sentence.\n\nSecond sentence.\n", encoding="utf-8")
-    ds = load_training_data(str(txt))
+    ds = training_rows(str(txt))
     assert ds.column_names == [ANCHOR] and ds[ANCHOR] == ["First sentence.", "Second sentence."]
 
     csv_file = tmp_path / "nli_for_simcse.csv"  # SimCSE's header names
     csv_file.write_text('sent0,sent1,hard_neg\n"A, b.",B.,C.\nD.,E.,F.\n', encoding="utf-8")
-    ds = load_training_data(str(csv_file))
+    ds = training_rows(str(csv_file))
     assert ds.column_names == [ANCHOR, POSITIVE, NEGATIVE] and ds[0] == {
         ANCHOR: "A, b.",
         POSITIVE: "B.",
@@ -126,26 +126,26 @@ def test_load_training_data_formats(tmp_path):
 
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("anchor\tpositive\nx\ty\n", encoding="utf-8")
-    assert load_training_data(str(tsv)).column_names == [ANCHOR, POSITIVE]
+    assert training_rows(str(tsv)).column_names == [ANCHOR, POSITIVE]
 
     jsonl = tmp_path / "pairs.jsonl"
     jsonl.write_text('{"anchor": "a", "positive": "b"}\n{"anchor": "c", "positive": "d"}\n', encoding="utf-8")
-    assert load_training_data(str(jsonl))[POSITIVE] == ["b", "d"]
+    assert training_rows(str(jsonl))[POSITIVE] == ["b", "d"]
 
 
 def test_malformed_training_files_name_file_and_line(tmp_path):
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text("anchor,positive\na,b\nc\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"bad.csv:3: expected 2 fields"):
-        load_training_data(str(bad_csv))
+        training_rows(str(bad_csv))
     no_anchor = tmp_path / "noanchor.tsv"
     no_anchor.write_text("premise\thypothesis\na\tb\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"noanchor.tsv:1: expected a header row sent0,sent1"):
-        load_training_data(str(no_anchor))
+        training_rows(str(no_anchor))
     bad_jsonl = tmp_path / "bad.jsonl"
     bad_jsonl.write_text('{"anchor": "a"}\n{"anchor": \n', encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"bad.jsonl:2: expected a JSON object"):
-        load_training_data(str(bad_jsonl))
+        training_rows(str(bad_jsonl))
 
 
 def test_collator_pads_columns_to_one_length_and_keeps_extras(tiny_encoder):
@@ -198,7 +198,7 @@ def test_train_writes_run_dir_and_best_model_reloads_identically(tmp_path, data_
 
 def test_training_moves_weights_and_loss_terms_are_logged(tmp_path, data_root):
     import datasets
-    from sentkit.trainer import trainable_encoder
+    from sentkit.training import trainable_encoder
 
     model_dir = save_tiny_model(tmp_path / "tiny")
     data = datasets.Dataset.from_dict({ANCHOR: stsb_sentences(data_root, 32)})

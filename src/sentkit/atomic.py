@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -11,8 +12,58 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sentkit.errors import OutputPathError
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux exposes it (os.umask can only swap)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_writable_file(path: str | Path) -> Path:
+    """Fail now, before any work, if `path` cannot become a file (a directory, under a file, read-only)."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputPathError(f"{path}: is a directory; expected the path of a file to write")
+    _check_creatable(path)
+    return path
+
+
+def check_writable_dir(path: str | Path) -> Path:
+    """Fail now, before any work, if files cannot be written into the folder `path` (or it cannot be made)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputPathError(f"{path}: is a file; expected a folder to write into")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise OutputPathError(f"{path}: folder is not writable")
+        return path
+    _check_creatable(path)
+    return path
+
+
+def _check_creatable(path: Path) -> None:
+    # the nearest existing ancestor must be a writable directory; nothing is created here
+    for parent in path.absolute().parents:
+        if not parent.exists():
+            continue
+        if not parent.is_dir():
+            raise OutputPathError(f"{path}: cannot be created because {parent} is a file, not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputPathError(f"{path}: cannot be created because {parent} is not writable")
+        return
+
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` through a temporary sibling and one rename; the file gets 0o666 & ~umask."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -20,6 +71,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            # mkstemp makes 0600 files; give the file the mode open() would have
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -32,7 +85,37 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default) + "\n")
+    """Strict JSON: NaN and Infinity are refused (naming the key) instead of written as invalid JSON."""
+    atomic_write_text(path, to_json(obj, where=str(path)) + "\n")
+
+
+def to_json(obj: Any, where: str = "JSON") -> str:
+    """Indented strict JSON (numpy scalars and paths allowed); NaN/Infinity raise ValueError naming the key."""
+    bad = find_non_finite(obj)
+    if bad is not None:
+        raise ValueError(f"{where}: refusing to write a non-finite number at {bad} (not valid JSON)")
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default, allow_nan=False)
+
+
+def find_non_finite(obj: Any, where: str = "$") -> str | None:
+    """JSON path (`$.tasks.stsb.main_score`) of the first NaN/Infinity in `obj`, numpy scalars included."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found = find_non_finite(value, f"{where}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj):
+            found = find_non_finite(value, f"{where}[{i}]")
+            if found is not None:
+                return found
+    elif isinstance(obj, float) or (hasattr(obj, "dtype") and getattr(obj, "ndim", None) == 0):
+        try:
+            if not math.isfinite(float(obj)):
+                return where
+        except (TypeError, ValueError):
+            return None
+    return None
 
 
 def _json_default(obj: Any) -> Any:
@@ -50,6 +133,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
     try:
         yield tmp
         old = None

@@ -4,13 +4,44 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
+from pathlib import Path
 
 DEFAULT_MODEL = "minilm-en"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (no usage block), so every bad input reads the same way."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (batch sizes, counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """argparse type: a seed NumPy accepts, 0 to 2**32-1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"expected a seed from 0 to 2**32-1, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="sentkit", description="Train, specialize and evaluate multilingual sentence embeddings."
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -22,14 +53,17 @@ def _parser() -> argparse.ArgumentParser:
         help="short name (minilm-en, muse-m, e5-small-m, avg:NAME), local directory or hub name",
     )
     ev.add_argument(
-        "--tasks", default="default", help="comma list of task and suite names (see `sentkit tasks`)"
+        "--tasks",
+        default="default",
+        help="comma list of task and suite names (see `sentkit tasks`) and file-backed tasks "
+        "such as sts:pairs.tsv or retrieval:queries.tsv+corpus.tsv+qrels.tsv",
     )
     ev.add_argument(
         "--langs", nargs="+", default=None, help="restrict multilingual tasks to these languages / pairs"
     )
     ev.add_argument("--out", default="results", help="folder for the results files")
-    ev.add_argument("--batch-size", type=int, default=64)
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--batch-size", type=positive_int, default=64)
+    ev.add_argument("--seed", type=seed_int, default=0)
     ev.add_argument(
         "--data-root", default=None, help="benchmark data folder (default: $SENTKIT_DATA or ../shared/data)"
     )
@@ -39,24 +73,146 @@ def _parser() -> argparse.ArgumentParser:
     enc.add_argument("--model", default=DEFAULT_MODEL)
     enc.add_argument("--input", required=True, help="UTF-8 text file, one sentence per line")
     enc.add_argument("--output", required=True, help=".npy file to write (float32, one row per line)")
-    enc.add_argument("--batch-size", type=int, default=64)
+    enc.add_argument("--batch-size", type=positive_int, default=64)
 
-    rep = sub.add_parser("report", help="compare results files: markdown table + PNG plots")
-    rep.add_argument("results", nargs="+", help="results JSON files written by `sentkit eval`")
-    rep.add_argument("--out", default="report", help="folder for report.md and the plots")
+    rep = sub.add_parser("report", help="compare results files: report.html + markdown table + PNG plots")
+    rep.add_argument(
+        "results",
+        nargs="+",
+        help="results JSON files written by `sentkit eval`; training run directories (curves); "
+        "MTEB result files or folders",
+    )
+    rep.add_argument("--out", default="report", help="folder for report.html, report.md and the plots")
 
     sub.add_parser("train", help="train an encoder (`sentkit train --help` lists every flag)", add_help=False)
     sub.add_parser("tasks", help="list tasks and suites")
     sub.add_parser("models", help="list short model names")
+    _add_build_parser(sub)
     return p
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
-    from sentkit.encoders import load_encoder
-    from sentkit.evaluate import evaluate, results_table
+def _add_build_parser(sub) -> None:
+    """`sentkit build ease`: EASE rows from a Wikipedia dump (sentkit.training_data.entity_pairs);
+    `sentkit build contradictions`: JCSE stage-one rows (sentkit.training_data.build_contradictions);
+    `sentkit build translated-sts`: JCSE's translated STS benchmark (sentkit.datasets.sts_translation)."""
+    build = sub.add_parser("build", help="build training data (`sentkit build ease --help`)")
+    kinds = build.add_subparsers(dest="kind", required=True, parser_class=_Parser)
+    ease = kinds.add_parser("ease", help="(sentence, entity, hard negative) rows from a Wikipedia dump")
+    ease.add_argument("--dump", required=True, help="MediaWiki pages-articles dump (.xml, .xml.bz2, .xml.gz)")
+    ease.add_argument("--out", required=True, help="folder: rows.jsonl, entities.tsv, ease.json, shards/")
+    ease.add_argument("--min-links", type=positive_int, default=10, help="min links per entity (EASE: 10)")
+    ease.add_argument("--wikidata", default="", help="Wikidata JSON dump: Q-id entity keys, P31 entity types")
+    ease.add_argument("--langlinks", default="", help="langlinks SQL dump: keys = titles in --link-lang")
+    ease.add_argument("--link-lang", default="en", help="language of the langlinks titles used as keys")
+    ease.add_argument("--types", default="auto", choices=["auto", "wikidata", "ner", "category", "none"])
+    ease.add_argument("--splitter", default="auto", choices=["auto", "spacy", "rule"])
+    ease.add_argument("--parallel", default="", choices=["", "xnli"], help="xnli: add XNLI dev translations")
+    ease.add_argument("--processes", type=positive_int, default=1)
+    ease.add_argument("--pages-per-shard", type=positive_int, default=200)
+    ease.add_argument("--max-rows", type=int, default=0, help="keep a seeded sample of N rows (0 = all)")
+    ease.add_argument("--seed", type=seed_int, default=0)
+    ease.add_argument("--data-root", default="", help="benchmark data folder (for --parallel xnli)")
+    merge = kinds.add_parser("ease-merge", help="join built EASE folders into one entity table")
+    merge.add_argument("folders", nargs="+", help="folders written by `sentkit build ease`")
+    merge.add_argument("--out", required=True, help="merged folder")
+    jcse = kinds.add_parser("contradictions", help="JCSE stage-one rows: anchor, anchor, contradiction")
+    jcse.add_argument("--corpus", required=True, help="corpus name (ja-clinic, ja-qabot), .txt or folder")
+    jcse.add_argument("--out", required=True, help=".jsonl or .csv rows (and OUT.manifest.json)")
+    jcse.add_argument("--lang", default="ja", help="spaCy pipeline: ja (GiNZA), en, or an installed name")
+    jcse.add_argument("--generator", default="chunk-swap", help="chunk-swap (offline) or a T5 checkpoint")
+    jcse.add_argument("--k", type=positive_int, default=4, help="contradictions per sentence (JCSE: 4)")
+    jcse.add_argument("--max-lines", type=int, default=0, help="seeded sample of N corpus lines (0 = all)")
+    jcse.add_argument("--max-chunks", type=int, default=0, help="mask only the first N chunks (0 = all)")
+    jcse.add_argument("--parsed", default="", help="parsed-corpus cache .jsonl (read, or written)")
+    jcse.add_argument("--num-beams", type=positive_int, default=8, help="beam width of the T5 generator")
+    jcse.add_argument("--seed", type=seed_int, default=0)
+    jcse.add_argument("--data-root", default="", help="benchmark data folder (for corpus names)")
+    mt = kinds.add_parser("translated-sts", help="translate, back-translate, BLEU-1 filter (JCSE 4.1)")
+    mt.add_argument("--input", required=True, help="SentEval STS.input.X.txt (or inline-score file)")
+    mt.add_argument("--gold", default=None, help="STS.gs.X.txt (omit for an inline third column)")
+    mt.add_argument("--translator", required=True, help="module:attribute with translate(texts, src, tgt)")
+    mt.add_argument("--out", required=True, help="folder: STS.input/STS.gs of kept pairs, X.bleu.json")
+    mt.add_argument("--src", default="en")
+    mt.add_argument("--tgt", default="ja")
+    mt.add_argument("--min-bleu", type=float, default=50.0, help="BLEU-1 (0-100) both sentences must reach")
+    mt.add_argument("--tokenize", default=None, help="sacrebleu tokenizer (default: by --src language)")
+    mt.add_argument("--batch-size", type=positive_int, default=64)
 
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    if args.kind == "contradictions":
+        from sentkit.training_data.build_contradictions import ContradictionBuildConfig, build_contradictions
+
+        options = {k: v for k, v in vars(args).items() if k not in ("command", "kind")}
+        manifest = build_contradictions(ContradictionBuildConfig(**options))
+        sentences = manifest["anchors_with_contradictions"]
+        print(f"{manifest['rows']} rows from {sentences} sentences -> {args.out}")
+        return 0
+    if args.kind == "translated-sts":
+        from sentkit.datasets.sts_translation import translate_sts_file
+
+        options = {k: v for k, v in vars(args).items() if k not in ("command", "kind", "input", "gold")}
+        summary = translate_sts_file(args.input, args.gold, **options)
+        print(f"{summary['kept']} of {summary['pairs']} pairs kept (BLEU-1 >= {args.min_bleu}) -> {args.out}")
+        return 0
+    from sentkit.training_data.entity_pairs import EaseBuildConfig, build_entity_pairs, merge_entity_pairs
+
+    if args.kind == "ease-merge":
+        manifest = merge_entity_pairs(args.folders, args.out)
+    else:
+        options = {k: v for k, v in vars(args).items() if k not in ("command", "kind")}
+        manifest = build_entity_pairs(EaseBuildConfig(**options))
+    print(f"{manifest['rows']} rows, {manifest['entities']} entities -> {args.out}")
+    return 0
+
+
+def _load_model(name: str, **kwargs):
+    """`load_encoder`, with a failed local or hub load turned into one line naming the model."""
+    from sentkit.encoders import load_encoder
+    from sentkit.errors import SentkitError
+
+    try:
+        return load_encoder(name, **kwargs)
+    except SentkitError:
+        raise
+    except (OSError, ValueError) as err:  # what transformers / huggingface_hub raise for a missing model
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        if Path(name.removeprefix("avg:")).expanduser().exists():
+            msg = f"model {name!r}: cannot load the local path ({reason})"
+        elif _hub_offline():
+            msg = (
+                f"model {name!r} not found: not a packaged short name, not a local directory, "
+                "and the hub is offline (HF_HUB_OFFLINE=1)"
+            )
+        else:
+            msg = f"model {name!r} not found: not a packaged short name, not a local directory ({reason})"
+        raise SentkitError(msg) from err
+
+
+def _hub_offline() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:
+        return os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from sentkit.atomic import check_writable_dir
+    from sentkit.errors import InvalidArgument
+
+    # every check that needs no model runs before the model loads (seconds to minutes)
+    check_writable_dir(args.out)
+    if args.data_root is not None and not Path(args.data_root).is_dir():
+        raise InvalidArgument(f"--data-root {args.data_root}: no such folder")
+    from sentkit.evaluate import evaluate, results_table
+    from sentkit.tasks import resolve_tasks
+
+    if not resolve_tasks(args.tasks):
+        raise InvalidArgument(f"--tasks {args.tasks!r} names no task; `sentkit tasks` lists them")
     kwargs = {"pooling": args.pooling} if args.pooling else {}
-    encoder = load_encoder(args.model, **kwargs)
+    encoder = _load_model(args.model, **kwargs)
     results = evaluate(
         encoder,
         args.tasks,
@@ -69,20 +225,34 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     )
     print(results_table(results))
     print(f"results written to {results['path']}")
+    if results["errors"]:
+        failed = ", ".join(results["errors"])
+        total = len(results["config"]["tasks"])
+        print(
+            f"sentkit: {len(results['errors'])} of {total} tasks failed ({failed}); "
+            f"errors recorded in {results['path']}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
 def _cmd_encode(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from sentkit.atomic import atomic_write_bytes
-    from sentkit.datasets.lines import read_lines
-    from sentkit.encoders import load_encoder
-
-    sentences = read_lines(args.input)
-    vectors = load_encoder(args.model).encode(sentences, batch_size=args.batch_size, show_progress=True)
     import io
 
+    import numpy as np
+
+    from sentkit.atomic import atomic_write_bytes, check_writable_file
+    from sentkit.datasets.lines import read_lines
+
+    check_writable_file(args.output)  # before encoding, not after
+    sentences = read_lines(args.input)
+    vectors = _load_model(args.model).encode(sentences, batch_size=args.batch_size, show_progress=True)
+    if vectors.ndim != 2 or vectors.shape[0] != len(sentences):
+        raise RuntimeError(f"encoder returned shape {vectors.shape} for {len(sentences)} lines")
+    bad_rows = int((~np.isfinite(vectors)).any(axis=1).sum())
+    if bad_rows:
+        raise RuntimeError(f"encoder returned NaN or Infinity in {bad_rows} rows; nothing written")
     buf = io.BytesIO()
     np.save(buf, vectors.astype(np.float32))
     atomic_write_bytes(args.output, buf.getvalue())
@@ -118,22 +288,20 @@ def _cmd_models() -> int:
 
 def train_parser() -> argparse.ArgumentParser:
     """Flags generated from `TrainConfig`'s fields, so the CLI and the config file never drift apart."""
-    from sentkit.trainer import TrainConfig
+    from sentkit.training.config import TrainConfig, expected_text, field_kind
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="sentkit train", description="Train a sentence encoder (config file and/or flags; flags win)."
     )
-    p.add_argument("--config", default=None, help="YAML or JSON file with TrainConfig fields")
+    p.add_argument(
+        "--config",
+        default=None,
+        help="YAML or JSON file with TrainConfig fields (or `stages:`, a list of them)",
+    )
     for f in dataclasses.fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
-        helptext = f.metadata.get("help", "")
-        kind = (
-            f.type
-            if isinstance(f.type, type)
-            else {"int": int, "float": float, "bool": bool, "str": str}.get(
-                str(f.type).split("|")[0].strip(), str
-            )
-        )
+        helptext = f"{f.metadata.get('help', '')} [{expected_text(f)}]"
+        kind, _ = field_kind(f)
         if kind is bool:
             p.add_argument(
                 flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=helptext
@@ -144,14 +312,16 @@ def train_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_train(argv: list[str]) -> int:
-    from sentkit.trainer import TrainConfig, train
+    from sentkit.training.config import TrainConfig, load_config
 
     args = train_parser().parse_args(argv)
-    config = TrainConfig.from_yaml(args.config) if args.config else TrainConfig()
-    overrides = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
-    config = dataclasses.replace(config, **overrides)
+    flags = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+    # every value is checked here, before torch is imported, any model loads or anything is written
+    config = load_config(args.config, flags) if args.config else TrainConfig().with_flags(flags)
+    from sentkit.training.run import train
+
     out = train(config)
-    print(f"run written to {out}")
+    print(f"run: {out}")
     return 0
 
 
@@ -169,19 +339,57 @@ def _run(argv: list[str]) -> int:
         return _cmd_tasks()
     if args.command == "models":
         return _cmd_models()
+    if args.command == "build":
+        return _cmd_build(args)
     raise AssertionError(args.command)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; bad input (malformed or missing files, unknown names) ends in one `sentkit: error:` line."""
-    from sentkit.errors import DataFormatError, LanguageNotCovered, MissingDataError, UnknownName
+    """Entry point and the one error boundary: every failure ends in one `sentkit:` line on stderr.
+
+    Bad input (SentkitError: malformed or missing files, unknown names, bad option values, unusable output
+    paths; or an OSError) exits 2; Ctrl-C exits 130; anything else is a bug: exit 1, and SENTKIT_DEBUG=1
+    shows its traceback.
+    """
+    from sentkit.errors import SentkitError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _run(argv)
-    except (DataFormatError, MissingDataError, LanguageNotCovered, UnknownName) as err:
-        print(f"sentkit: error: {err}", file=sys.stderr)
-    return 2
+    except KeyboardInterrupt as err:
+        print(_interrupted_line(err), file=sys.stderr)
+        return 130
+    except (SentkitError, OSError) as err:
+        if os.environ.get("SENTKIT_DEBUG"):
+            raise
+        print(f"sentkit: error: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except Exception as err:
+        if os.environ.get("SENTKIT_DEBUG"):
+            raise
+        print(
+            f"sentkit: error: {type(err).__name__}: {_one_line(err)} (set SENTKIT_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _one_line(err: BaseException) -> str:
+    from sentkit.errors import SentkitError
+
+    if isinstance(err, OSError) and not isinstance(err, SentkitError) and err.strerror and err.filename:
+        return f"{err.filename}: {err.strerror}"
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _interrupted_line(err: KeyboardInterrupt) -> str:
+    # evaluate() raises EvaluationInterrupted (a KeyboardInterrupt) saying where the finished tasks are
+    path, finished = getattr(err, "path", None), getattr(err, "finished", 0)
+    if path is not None:
+        return f"sentkit: interrupted; {finished} finished tasks kept in {path} (marked incomplete)"
+    if hasattr(err, "finished"):
+        return "sentkit: interrupted before any task finished; nothing written"
+    return "sentkit: interrupted"
 
 
 if __name__ == "__main__":

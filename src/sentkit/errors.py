@@ -5,7 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
-class DataFormatError(ValueError):
+class SentkitError(Exception):
+    """Bad user input (a file, a name, an option): `sentkit` prints the message as one line and exits 2."""
+
+
+class DataFormatError(SentkitError, ValueError):
     """Malformed input: names the file, the 1-based line and the expected form in one line."""
 
     def __init__(self, path: str | Path, line: int | None, expected: str) -> None:
@@ -16,7 +20,7 @@ class DataFormatError(ValueError):
         self.expected = expected
 
 
-class MissingDataError(FileNotFoundError):
+class MissingDataError(SentkitError, FileNotFoundError):
     """A benchmark file is absent: says where it was looked for and how to point sentkit at it."""
 
     def __init__(self, path: str | Path, hint: str = "") -> None:
@@ -26,12 +30,25 @@ class MissingDataError(FileNotFoundError):
         self.path = str(path)
 
 
-class LanguageNotCovered(ValueError):
+class LanguageNotCovered(SentkitError, ValueError):
     """A task was asked for languages it has no data for (evaluation skips it and says why)."""
 
 
-class UnknownName(KeyError):
+class UnknownName(SentkitError, KeyError):
     """A registry lookup (task, suite, encoder, objective) failed; the message lists close matches."""
 
     def __str__(self) -> str:  # KeyError would print the message quoted
         return str(self.args[0]) if self.args else ""
+
+
+class ConfigError(SentkitError, ValueError):
+    """A training option or run directory that cannot be used as given: one line naming the file, line or
+    flag and what was expected (`run.yaml:3: batch_size: expected a positive integer, got 'abc'`)."""
+
+
+class InvalidArgument(SentkitError, ValueError):
+    """An option value that cannot work (`batch_size must be a positive integer, got -1`)."""
+
+
+class OutputPathError(SentkitError, OSError):
+    """An output location that cannot be written (a directory where a file goes, a path under a file)."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import time
+import traceback
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,11 +14,12 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from sentkit.atomic import atomic_write_json, atomic_write_text
+from sentkit.atomic import atomic_write_json, atomic_write_text, check_writable_dir, find_non_finite, to_json
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
+from sentkit.errors import InvalidArgument, LanguageNotCovered
 from sentkit.provenance import machine_info, package_versions, seed_everything
 from sentkit.tasks import get_task, resolve_tasks
+from sentkit.tasks.task import Task
 
 
 class _CachingEncoder:
@@ -59,6 +63,33 @@ class _CachingEncoder:
         return getattr(self.inner, item)
 
 
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `evaluate`: finished tasks are kept in `path` (marked incomplete); None if none finished."""
+
+    def __init__(self, path: Path | None, finished: int) -> None:
+        super().__init__(path, finished)
+        self.path = path
+        self.finished = finished
+
+
+class NonFiniteScore(ValueError):
+    """A task returned NaN or Infinity: recorded as that task's error, never written as a score."""
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """`value` as an int >= 1, else InvalidArgument naming the option (bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidArgument(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_seed(value: object) -> int:
+    """NumPy accepts seeds in [0, 2**32); anything else fails late, inside the first task."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**32:
+        raise InvalidArgument(f"seed must be an integer from 0 to 2**32-1, got {value!r}")
+    return int(value)
+
+
 def evaluate(
     encoder: Encoder,
     tasks: str | Sequence[str] = "default",
@@ -70,14 +101,28 @@ def evaluate(
     show_progress: bool = True,
     extra_config: dict | None = None,
 ) -> dict:
-    """Evaluate `encoder` on the tasks (names or suites); return the results and write them under `out`."""
+    """Evaluate `encoder` on the tasks (names or suites); return the results and write them under `out`.
+
+    Each finished task is written at once (`"complete": false` until the last); a task that raises is
+    recorded under `errors` and the rest still run; Ctrl-C keeps what finished (EvaluationInterrupted).
+    """
+    batch_size = check_positive_int("batch_size", batch_size)
+    seed = check_seed(seed)
     names = resolve_tasks(tasks)
+    if not names:
+        raise InvalidArgument(f"no tasks to run in {tasks!r}; `sentkit tasks` lists them")
+    if data_root is not None and not Path(data_root).is_dir():
+        raise InvalidArgument(f"data_root {data_root}: no such folder")
+    if out is not None:
+        check_writable_dir(out)  # before any task runs, not after the first one finishes
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     results: dict = {
         "model": encoder.name,
+        "complete": False,
         "tasks": {},
         "skipped": {},
+        "errors": {},
         "config": {
             "tasks": names,
             "langs": list(langs) if langs else None,
@@ -89,54 +134,123 @@ def evaluate(
         "versions": package_versions(),
         "machine": machine_info(),
         "started": started.isoformat(timespec="seconds"),
+        "wall_s": 0.0,
     }
+    stem = _free_stem(Path(out), results["model"], started) if out is not None else ""
+
+    def save() -> None:
+        results["wall_s"] = round(time.perf_counter() - t0, 3)
+        if out is not None:
+            write_results(results, out, started, stem=stem)
+
     timed = _CachingEncoder(encoder)
     bar = tqdm(names, desc="tasks", disable=not show_progress)
-    for name in bar:
-        bar.set_postfix_str(name)
-        seed_everything(seed)
-        kwargs = {"batch_size": batch_size, "data_root": data_root}
-        if langs:
-            kwargs["langs"] = list(langs)
-        try:
-            task = get_task(name, **kwargs)
-        except LanguageNotCovered as err:
-            if not langs:
-                raise
-            # a global --langs filter names languages this task lacks: recorded, not hidden
-            results["skipped"][name] = str(err)
-            if show_progress:
-                tqdm.write(f"{name:>22s}  skipped: {err}")
-            continue
-        timed.start_task()
-        start = time.perf_counter()
-        scores = task.evaluate(timed)
-        wall = time.perf_counter() - start
-        results["tasks"][name] = {
-            "main_score": float(scores["main_score"]),
-            "scores": {k: float(v) for k, v in scores.items()},
-            "languages": list(task.languages),
-            "wall_s": round(wall, 3),
-            "sentences": timed.sentences,
-            "sentences_requested": timed.requested,
-            "sentences_per_s": round(timed.sentences / timed.seconds, 1) if timed.seconds > 0 else None,
-            "meta": task.meta,
-        }
-        if show_progress:
-            tqdm.write(f"{name:>22s}  {scores['main_score']:6.2f}  ({wall:.1f}s)")
-    results["wall_s"] = round(time.perf_counter() - t0, 3)
-    if out is not None:
-        write_results(results, out, started)
+    name = ""
+    try:
+        for name in bar:
+            bar.set_postfix_str(name)
+            _run_task(name, timed, results, langs, batch_size, data_root, seed, show_progress)
+            save()
+    except KeyboardInterrupt as err:
+        results["interrupted"] = name
+        finished = len(results["tasks"]) + len(results["skipped"]) + len(results["errors"])
+        if finished:
+            save()
+        raise EvaluationInterrupted(Path(results["path"]) if "path" in results else None, finished) from err
+    finally:
+        bar.close()
+    results["complete"] = True
+    save()
     return results
 
 
-def write_results(results: dict, out: str | Path, started: datetime | None = None) -> Path:
+def _run_task(
+    name: str,
+    timed: _CachingEncoder,
+    results: dict,
+    langs: Sequence[str] | None,
+    batch_size: int,
+    data_root: str | Path | None,
+    seed: int,
+    show_progress: bool,
+) -> None:
+    """Run one task and record its scores, its skip reason or its error in `results`."""
+    seed_everything(seed)
+    kwargs = {"batch_size": batch_size, "data_root": data_root}
+    if langs:
+        kwargs["langs"] = list(langs)
+    try:
+        task = get_task(name, **kwargs)
+        timed.start_task()
+        start = time.perf_counter()
+        scores = task.evaluate(timed)
+        record = _task_record(task, scores, time.perf_counter() - start, timed)
+    except LanguageNotCovered as err:
+        if not langs:
+            _record_error(results, name, err)
+            return
+        # a global --langs filter names languages this task lacks: recorded, not hidden
+        results["skipped"][name] = str(err)
+        if show_progress:
+            tqdm.write(f"{name:>22s}  skipped: {err}")
+        return
+    except Exception as err:  # recorded in the results; the other tasks still run
+        _record_error(results, name, err)
+        return
+    results["tasks"][name] = record
+    if show_progress:
+        cut = record["scores"].get("truncated_sentences")
+        note = f", {int(cut)} truncated" if cut else ""
+        tqdm.write(f"{name:>22s}  {record['main_score']:6.2f}  ({record['wall_s']:.1f}s{note})")
+
+
+def _task_record(task: Task, scores: dict, wall: float, timed: _CachingEncoder) -> dict:
+    """One task's entry in the results file; NaN or Infinity anywhere in it raises NonFiniteScore."""
+    record = {
+        "main_score": float(scores["main_score"]),
+        "scores": {k: float(v) for k, v in scores.items()},
+        "languages": list(task.languages),
+        "wall_s": round(wall, 3),
+        "sentences": timed.sentences,
+        "sentences_requested": timed.requested,
+        "sentences_per_s": round(timed.sentences / timed.seconds, 1) if timed.seconds > 0 else None,
+        "meta": task.meta,
+    }
+    bad = find_non_finite(record, "")
+    if bad is not None:
+        raise NonFiniteScore(f"task {task.name!r} returned a non-finite value at {bad.lstrip('.')}")
+    to_json(record)  # anything else the file could not hold fails here, as this task's error
+    return record
+
+
+def _record_error(results: dict, name: str, err: BaseException) -> None:
+    message = " ".join(str(err).split())
+    results["errors"][name] = {"type": type(err).__name__, "message": message}
+    tqdm.write(f"{name:>22s}  FAILED: {type(err).__name__}: {message}", file=sys.stderr)
+    if os.environ.get("SENTKIT_DEBUG"):
+        traceback.print_exception(err)
+
+
+def _free_stem(out: Path, model: str, started: datetime) -> str:
+    """`<model>__<time>`, with `-2`, `-3` ... when a run started in the same second already wrote there."""
+    stem = f"{_slug(model)}__{started.strftime('%Y%m%dT%H%M%S')}"
+    candidate, n = stem, 1
+    while (out / f"{candidate}.json").exists() or (out / f"{candidate}.md").exists():
+        n += 1
+        candidate = f"{stem}-{n}"
+    return candidate
+
+
+def write_results(
+    results: dict, out: str | Path, started: datetime | None = None, stem: str | None = None
+) -> Path:
     """Write `<out>/<model>__<time>.json` and the matching `.md` table, each atomically."""
     out = Path(out)
-    stamp = (started or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S")
-    stem = f"{_slug(results['model'])}__{stamp}"
+    if stem is None:
+        stamp = (started or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S")
+        stem = f"{_slug(results['model'])}__{stamp}"
     path = out / f"{stem}.json"
-    atomic_write_json(path, results)
+    atomic_write_json(path, {k: v for k, v in results.items() if k != "path"})
     atomic_write_text(out / f"{stem}.md", results_table(results))
     results["path"] = str(path)
     return path
@@ -144,16 +258,19 @@ def write_results(results: dict, out: str | Path, started: datetime | None = Non
 
 def results_table(results: dict) -> str:
     """A markdown table of main scores, timings and the per-language/per-dataset breakdown."""
-    lines = [
-        f"# {results['model']}",
-        "",
-        "| task | main score | wall s | sentences/s |",
-        "|---|---:|---:|---:|",
-    ]
+    lines = [f"# {results['model']}", ""]
+    if not results.get("complete", True):
+        where = results.get("interrupted")
+        lines += [f"**Incomplete run**: {'interrupted during ' + where if where else 'still running'}.", ""]
+    lines += ["| task | main score | wall s | sentences/s |", "|---|---:|---:|---:|"]
     for name, r in results["tasks"].items():
         sps = r["sentences_per_s"] if r["sentences_per_s"] is not None else "-"
         lines.append(f"| {name} | {r['main_score']:.2f} | {r['wall_s']:.1f} | {sps} |")
-    lines += [f"| {name} | skipped: {why} | | |" for name, why in results.get("skipped", {}).items()]
+    lines += [f"| {name} | skipped: {_cell(why)} | | |" for name, why in results.get("skipped", {}).items()]
+    lines += [
+        f"| {name} | error: {e['type']}: {_cell(e['message'])} | | |"
+        for name, e in results.get("errors", {}).items()
+    ]
     lines += ["", f"total wall time: {results['wall_s']:.1f} s, seed {results['seed']}", ""]
     for name, r in results["tasks"].items():
         extra = {k: v for k, v in r["scores"].items() if k != "main_score"}
@@ -161,6 +278,10 @@ def results_table(results: dict) -> str:
             cells = ", ".join(f"{k} {v:.2f}" for k, v in extra.items())
             lines.append(f"- **{name}**: {cells}")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def _slug(text: str) -> str:

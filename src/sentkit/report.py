@@ -6,8 +6,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from sentkit.atomic import atomic_write_text
-from sentkit.errors import DataFormatError
+from sentkit.atomic import atomic_write_text, check_writable_dir
+from sentkit.errors import DataFormatError, MissingDataError
+
+_EXPECTED = "expected a results JSON file written by `sentkit eval`"
 
 
 def load_results(paths: Sequence[str | Path]) -> list[dict]:
@@ -15,23 +17,44 @@ def load_results(paths: Sequence[str | Path]) -> list[dict]:
     runs = []
     for p in paths:
         p = Path(p)
+        if p.is_dir():
+            raise DataFormatError(p, None, f"is a folder; {_EXPECTED}, e.g. {p / '*.json'}")
+        if not p.is_file():
+            raise MissingDataError(p, _EXPECTED)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_refuse_constant)
+        except UnicodeDecodeError as err:
+            raise DataFormatError(p, None, f"{_EXPECTED}; this is not UTF-8 text ({err.reason})") from None
         except json.JSONDecodeError as err:
-            raise DataFormatError(
-                p, err.lineno, f"expected a sentkit results JSON file ({err.msg})"
-            ) from None
-        if not isinstance(data, dict) or "tasks" not in data or "model" not in data:
+            raise DataFormatError(p, err.lineno, f"{_EXPECTED} ({err.msg})") from None
+        except _NonFiniteNumber as err:
+            raise DataFormatError(p, None, f"holds {err}, which no score can be; not valid JSON") from None
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("tasks"), dict)
+            or not isinstance(data.get("model"), str)
+        ):
             raise DataFormatError(p, 1, "expected a sentkit results JSON object with 'model' and 'tasks'")
         data.setdefault("path", str(p))
         runs.append(data)
     return runs
 
 
+class _NonFiniteNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> float:
+    # Python's json reads NaN/Infinity; older sentkit versions wrote a failed score that way
+    raise _NonFiniteNumber(name)
+
+
 def _labels(runs: list[dict]) -> list[str]:
     """Model names, made unique with the file stem when two runs share one."""
     names = [r["model"] for r in runs]
-    return [n if names.count(n) == 1 else f"{n} ({Path(r['path']).stem})" for n, r in zip(names, runs)]
+    labels = [n if names.count(n) == 1 else f"{n} ({Path(r['path']).stem})" for n, r in zip(names, runs)]
+    # a run stopped early (Ctrl-C, still running) says so wherever its numbers appear
+    return [f"{lab} (incomplete)" if r.get("complete") is False else lab for lab, r in zip(labels, runs)]
 
 
 def comparison_table(runs: list[dict], breakdown: bool = True) -> str:
@@ -71,8 +94,8 @@ def plot_task_bars(runs: list[dict], path: Path) -> Path:
 
     labels = _labels(runs)
     tasks: list[str] = []
-    for r in runs:
-        tasks.extend(t for t in r["tasks"] if t not in tasks)
+    for r in runs:  # alignment-uniformity is a raw distance, not a percentage: it has its own scatter
+        tasks.extend(t for t in r["tasks"] if t not in tasks and t != "alignment-uniformity")
     width = 0.8 / max(len(runs), 1)
     x = np.arange(len(tasks))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(tasks) + 2), 4.5))
@@ -129,15 +152,26 @@ def _save_figure(fig, path: Path) -> None:
 
 
 def write_report(paths: Sequence[str | Path], out: str | Path) -> dict[str, Path]:
-    """Write report.md, tasks.png and (if measured) alignment_uniformity.png under `out`."""
-    runs = load_results(paths)
-    out = Path(out)
+    """Write report.md, report.html, tasks.png and (if measured) alignment_uniformity.png under `out`.
+
+    `paths` may also name training run directories (curves in the HTML) and MTEB result files or folders."""
+    from sentkit.report_html import split_report_inputs, write_html_report
+
+    paths, run_dirs, mteb_runs = split_report_inputs(paths)
+    runs = load_results(paths) + mteb_runs
+    out = check_writable_dir(out)
     written = {"markdown": out / "report.md", "bars": plot_task_bars(runs, out / "tasks.png")}
     scatter = plot_alignment_uniformity(runs, out / "alignment_uniformity.png")
     images = "\n".join(f"![{p.stem}]({p.name})" for p in (written["bars"], scatter) if p is not None)
     atomic_write_text(
-        written["markdown"], "# sentkit comparison\n\n" + comparison_table(runs) + "\n" + images + "\n"
+        written["markdown"],
+        "# sentkit comparison\n\nFigures, training curves and provenance: [report.html](report.html)\n\n"
+        + comparison_table(runs)
+        + "\n"
+        + images
+        + "\n",
     )
     if scatter is not None:
         written["scatter"] = scatter
+    written["html"] = write_html_report(runs, out / "report.html", run_dirs)
     return written

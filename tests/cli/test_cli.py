@@ -75,3 +75,131 @@ def test_eval_then_report(tiny_dir, tmp_path, data_root, capsys):
     table = (tmp_path / "report" / "report.md").read_text()
     assert "stsb-dev" in table and f"{score:.2f}" in table
     assert (tmp_path / "report" / "tasks.png").stat().st_size > 1000
+
+
+# --- exit status: 0 all tasks ran, 1 a task failed (recorded), 2 bad input, 130 Ctrl-C -----------------
+
+
+class _Stub:
+    name = "stub"
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        return np.ones((len(sentences), 2), dtype=np.float32)
+
+
+@pytest.fixture
+def stubs(monkeypatch):
+    """Register the encoder `_stub` and tasks `_cli-<name>` running the given functions (for one test)."""
+    from sentkit.encoders import ENCODERS
+    from sentkit.tasks import TASKS
+    from sentkit.tasks.task import Task
+
+    class Scripted(Task):
+        def evaluate(self, encoder):
+            return self.meta.pop("action")(encoder)
+
+    monkeypatch.setitem(ENCODERS._items, "_stub", lambda **kw: _Stub())
+
+    def add(**actions):
+        for name, action in actions.items():
+            monkeypatch.setitem(
+                TASKS._items,
+                f"_cli-{name}",
+                lambda n=name, a=action, **kw: Scripted(name=f"_cli-{n}", meta={"action": a}),
+            )
+
+    return add
+
+
+def _raise(err):
+    def action(encoder):
+        raise err
+
+    return action
+
+
+def test_eval_exit_1_when_a_task_failed_and_the_rest_are_kept(stubs, tmp_path, capsys):
+    stubs(ok=lambda enc: {"main_score": 50.0}, broken=_raise(RuntimeError("boom")))
+    argv = ["eval", "--model", "_stub", "--tasks", "_cli-broken,_cli-ok", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "sentkit: 1 of 2 tasks failed (_cli-broken); errors recorded in" in err
+    saved = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert saved["complete"] is True and list(saved["tasks"]) == ["_cli-ok"]
+    assert saved["errors"]["_cli-broken"] == {"type": "RuntimeError", "message": "boom"}
+
+
+def test_eval_ctrl_c_exit_130_one_line_naming_the_kept_file(stubs, tmp_path, capsys):
+    stubs(ok=lambda enc: {"main_score": 50.0}, stop=_raise(KeyboardInterrupt()))
+    argv = ["eval", "--model", "_stub", "--tasks", "_cli-ok,_cli-stop", "--out", str(tmp_path)]
+    assert main(argv) == 130
+    [path] = tmp_path.glob("*.json")
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"sentkit: interrupted; 1 finished tasks kept in {path} (marked incomplete)"
+    assert json.loads(path.read_text())["complete"] is False
+
+
+def test_a_bug_is_one_line_with_a_hint_and_debug_shows_the_traceback(stubs, monkeypatch, tmp_path, capsys):
+    def buggy(*args, **kwargs):
+        raise TypeError("a genuine bug")
+
+    monkeypatch.setattr("sentkit.evaluate.evaluate", buggy)
+    argv = ["eval", "--model", "_stub", "--tasks", "stsb-dev", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err == "sentkit: error: TypeError: a genuine bug (set SENTKIT_DEBUG=1 for the traceback)\n"
+    monkeypatch.setenv("SENTKIT_DEBUG", "1")
+    with pytest.raises(TypeError, match="a genuine bug"):
+        main(argv)
+
+
+def test_sigint_keeps_finished_tasks_and_exits_130(tmp_path):
+    """A real SIGINT to a running `sentkit eval`: one line, exit 130, the finished task on disk."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    ready = tmp_path / "ready"
+    env = dict(os.environ, STUB_READY=str(ready), HF_HUB_OFFLINE="1")
+    env.pop("SENTKIT_DEBUG", None)
+    script = Path(__file__).with_name("stub_cli.py")
+    cmd = [sys.executable, str(script), "eval", "--model", "_stub", "--tasks", "_stub-ok,_stub-wait"]
+    proc = subprocess.Popen(
+        [*cmd, "--out", str(tmp_path / "res")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    err = err.decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    [path] = (tmp_path / "res").glob("*.json")
+    assert err.strip().splitlines()[-1] == (
+        f"sentkit: interrupted; 1 finished tasks kept in {path} (marked incomplete)"
+    )
+    saved = json.loads(path.read_text())
+    assert saved["complete"] is False and saved["interrupted"] == "_stub-wait"
+    assert saved["tasks"]["_stub-ok"]["main_score"] == 50.0
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == [path.name, path.with_suffix(".md").name]
+
+
+def test_encode_refuses_to_write_nan_vectors(monkeypatch, tmp_path, capsys):
+    from sentkit.encoders import ENCODERS
+
+    class NanEncoder(_Stub):
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            vectors = super().encode(sentences)
+            vectors[1, 0] = np.nan
+            return vectors
+
+    monkeypatch.setitem(ENCODERS._items, "_nan", lambda **kw: NanEncoder())
+    (tmp_path / "in.txt").write_text("a\nb\nc\n")
+    out = tmp_path / "v.npy"
+    assert main(["encode", "--model", "_nan", "--input", str(tmp_path / "in.txt"), "--output", str(out)]) == 1
+    assert "NaN or Infinity in 1 rows; nothing written" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]

@@ -8,11 +8,12 @@ import shutil
 import numpy as np
 import pytest
 
+from sentkit.datasets.labelled import read_labelled_pairs
 from sentkit.datasets.marc import MARC_SPLIT_LANGS, load_marc, marc_split_for, read_marc
 from sentkit.datasets.pawsx import PAWSX_LANGS, load_pawsx
 from sentkit.datasets.qabot import load_qabot, read_qabot_query
 from sentkit.datasets.qam import QAM_LANGS, load_qam
-from sentkit.datasets.xnli import XNLI_LABELS, XNLI_LANGS, load_xnli, read_labelled_pairs
+from sentkit.datasets.xnli import XNLI_LABELS, XNLI_LANGS, load_xnli
 from sentkit.errors import DataFormatError, MissingDataError
 
 
@@ -75,25 +76,25 @@ def test_pair_tsv_wrong_field_count(tmp_path):
         read_labelled_pairs(path, XNLI_LABELS)
 
 
-def test_pair_tsv_unknown_label_names_the_line(data_root, tmp_path):
+def test_pair_tsv_unknown_label_names_the_line(data_root, toy_root):
     lines = (data_root / "transfer" / "XNLI" / "dev-de.tsv").read_text(encoding="utf-8").splitlines()
     lines[16] = lines[16].rsplit("\t", 1)[0] + "\tmaybe"
-    root = tmp_path / "transfer" / "XNLI"
+    root = toy_root / "transfer" / "XNLI"
     root.mkdir(parents=True)
     (root / "dev-de.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"dev-de\.tsv:17: expected a label in .* got 'maybe'"):
-        load_xnli("de", "dev", tmp_path)
+        load_xnli("de", "dev", toy_root)
 
 
-def test_pawsx_and_qam_reject_bad_labels(tmp_path):
-    (tmp_path / "transfer" / "PAWSX").mkdir(parents=True)
-    (tmp_path / "transfer" / "PAWSX" / "test-fr.tsv").write_text("a\tb\t1\nc\td\t2\n", encoding="utf-8")
+def test_pawsx_and_qam_reject_bad_labels(toy_root):
+    (toy_root / "transfer" / "PAWSX").mkdir(parents=True)
+    (toy_root / "transfer" / "PAWSX" / "test-fr.tsv").write_text("a\tb\t1\nc\td\t2\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"test-fr\.tsv:2: expected a label"):
-        load_pawsx("fr", "test", tmp_path)
-    (tmp_path / "transfer" / "QAM").mkdir(parents=True)
-    (tmp_path / "transfer" / "QAM" / "dev.en").write_bytes(b"q\tp\t0\nq\t\xff\t1\n")
+        load_pawsx("fr", "test", toy_root)
+    (toy_root / "transfer" / "QAM").mkdir(parents=True)
+    (toy_root / "transfer" / "QAM" / "dev.en").write_bytes(b"q\tp\t0\nq\t\xff\t1\n")
     with pytest.raises(DataFormatError, match=r"dev\.en:2: expected UTF-8"):
-        load_qam("en", "dev", tmp_path)
+        load_qam("en", "dev", toy_root)
 
 
 def test_marc_bad_json_and_bad_stars(tmp_path):

@@ -15,21 +15,37 @@ ROWS = [
         "anchor": "A man is playing a guitar.",
         "positive": "A person plays music.",
         "negative": "Nobody is playing.",
+        "entity_ids": 0,
+        "negative_entity_ids": 2,
+        "label": 0,
+        "adversarial": "Un homme joue de la guitare.",
     },
     {
         "anchor": "A woman slices an onion.",
         "positive": "Someone cuts a vegetable.",
         "negative": "A woman sings.",
+        "entity_ids": 1,
+        "negative_entity_ids": 3,
+        "label": 1,
+        "adversarial": "Eine Frau schneidet eine Zwiebel.",
     },
     {
         "anchor": "Two dogs run in a park.",
         "positive": "Dogs are running outside.",
         "negative": "Two cats sleep.",
+        "entity_ids": 2,
+        "negative_entity_ids": 0,
+        "label": 0,
+        "adversarial": "Dos perros corren en un parque.",
     },
     {
         "anchor": "The sun sets over the sea.",
         "positive": "Sunset at the ocean.",
         "negative": "It is midnight.",
+        "entity_ids": 3,
+        "negative_entity_ids": 1,
+        "label": 1,
+        "adversarial": "Le soleil se couche sur la mer.",
     },
 ]
 
@@ -59,7 +75,8 @@ def test_hyperparameters_are_a_dataclass_with_defaults(name):
     assert dataclasses.is_dataclass(config)
     for f in dataclasses.fields(config):
         assert f.default is not dataclasses.MISSING, f.name
-    assert objective_config(name).temperature == 0.05  # SimCSE's value, shared by every objective so far
+    if hasattr(config, "temperature"):  # classifier and margin objectives have none
+        assert config.temperature == 0.05  # SimCSE's value, shared by every contrastive objective
 
 
 def test_registry_names_and_errors():

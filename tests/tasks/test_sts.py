@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from sentkit.datasets.senteval_sts import SUBSETS
-from sentkit.errors import MissingDataError
+from sentkit.errors import LanguageNotCovered, MissingDataError
 from sentkit.tasks import TASKS, get_task
 from sentkit.tasks.sts import STS_EN_ENV, cosine_spearman, paired_cosine, select_pairs, sts12_16
 
@@ -87,14 +88,15 @@ def test_select_pairs():
     assert select_pairs(None, known, known[:2]) == ("en-en", "ar-ar")
     assert select_pairs(["ar-en"], known, known) == ("en-ar",)
     assert select_pairs(["en", "ar"], known, known) == ("en-en", "ar-ar", "en-ar")
-    with pytest.raises(ValueError, match="unknown language pair 'en-xx'"):
+    with pytest.raises(LanguageNotCovered, match="has no data for en-xx"):
         select_pairs(["en-xx"], known, known)
-    with pytest.raises(ValueError, match="no pair matches"):
+    with pytest.raises(LanguageNotCovered, match="has no data for fr"):
         select_pairs(["fr"], known, known)
+    assert select_pairs(["en-xx", "de-en", "fr"], known, known) == ("en-de",)  # a global --langs: what it has
 
 
 def test_single_language_task_rejects_other_langs():
-    with pytest.raises(ValueError, match="covers only 'ja'"):
+    with pytest.raises(LanguageNotCovered, match=r"'jsts' has no data for en \(it has: ja\)"):
         get_task("jsts", langs=["en"])
 
 
@@ -164,3 +166,33 @@ def test_minilm_stsb_test_matches_published(data_root):
     encoder = TransformerEncoder.from_pretrained(minilm_dir())
     scores = get_task("stsb").evaluate(encoder)
     assert scores["main_score"] == pytest.approx(82.03, abs=1.5)
+
+
+def test_sts12_16_reports_each_years_pooled_spearman_not_the_subset_mean(monkeypatch, tmp_path):
+    """Within every subset cosine ranks the pairs as gold does (+100 each), but subsets with higher gold get
+    lower cosines: the subset mean is 100 while SentEval's pooled 'all' Spearman of a year is negative."""
+    from fakes import TableEncoder
+
+    table = {}
+    for year, subsets in SUBSETS.items():
+        folder = tmp_path / f"{year}-en-test"
+        folder.mkdir()
+        for j, subset in enumerate(subsets):
+            inputs, gold = [], []
+            for i in range(4):
+                cos = 0.9 - 0.2 * j + 0.01 * i
+                a, b = f"{year} {subset} a{i}", f"{year} {subset} b{i}"
+                table[a], table[b] = [1.0, 0.0], [cos, math.sqrt(1 - cos**2)]
+                inputs.append(f"{a}\t{b}")
+                gold.append(f"{0.8 * j + 0.1 * (i + 1):.2f}")
+            (folder / f"STS.input.{subset}.txt").write_text("\n".join(inputs) + "\n", encoding="utf-8")
+            (folder / f"STS.gs.{subset}.txt").write_text("\n".join(gold) + "\n", encoding="utf-8")
+    monkeypatch.setenv(STS_EN_ENV, str(tmp_path))
+    scores = get_task("sts12-16").evaluate(TableEncoder(table))
+    for year, subsets in SUBSETS.items():
+        cos = [0.9 - 0.2 * j + 0.01 * i for j in range(len(subsets)) for i in range(4)]
+        gold = [0.8 * j + 0.1 * (i + 1) for j in range(len(subsets)) for i in range(4)]
+        pooled = 100 * spearmanr(cos, gold).statistic
+        assert pooled < 0
+        assert scores[year] == pytest.approx(pooled, abs=1e-6)  # not the subset mean, which is 100
+    assert scores["main_score"] == pytest.approx(np.mean([scores[y] for y in SUBSETS]))

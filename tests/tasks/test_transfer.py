@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from fakes import TableEncoder
 
+from sentkit.errors import LanguageNotCovered
+from sentkit.langs import MUSE_LANGUAGES
 from sentkit.tasks.transfer import (
     C_GRID,
-    MUSE_LANGS,
     pair_features,
     seen_all_averages,
     select_c_by_cv,
@@ -51,7 +52,7 @@ def test_seen_all_averages_by_hand():
     acc = {"en": 80.0, "de": 70.0, "sw": 40.0, "ja(dev)": 60.0}
     assert seen_all_averages(acc, ["en", "de", "ja"]) == {"all": 62.5, "seen": 70.0}
     assert seen_all_averages(acc, []) == {"all": 62.5}
-    assert "sw" not in MUSE_LANGS and len(MUSE_LANGS) == 15  # 16 with zh-cn/zh-tw folded into zh
+    assert "sw" not in MUSE_LANGUAGES and len(MUSE_LANGUAGES) == 15  # 16 with zh-cn/zh-tw folded into zh
 
 
 def test_subsample_is_seeded_sorted_and_parallel():
@@ -70,12 +71,12 @@ def test_cv_picks_smallest_c_on_easy_data():
     assert acc == 100.0 and c == min(C_GRID)
 
 
-def test_separable_toy_xnli_scores_100(tmp_path):
+def test_separable_toy_xnli_scores_100(toy_root):
     rng, table = np.random.default_rng(0), {}
-    write_xnli_toy(tmp_path, rng, table, 60, "en", "dev")
+    write_xnli_toy(toy_root, rng, table, 60, "en", "dev")
     for lang in ("en", "de"):
-        write_xnli_toy(tmp_path, rng, table, 50, lang, "test")
-    task = transfer_task("xnli", langs=["en", "de"], data_root=tmp_path, seen_langs=("en",))
+        write_xnli_toy(toy_root, rng, table, 50, lang, "test")
+    task = transfer_task("xnli", langs=["en", "de"], data_root=toy_root, seen_langs=("en",))
     encoder = TableEncoder(table)
     scores = task.evaluate(encoder)
     assert scores == {"main_score": 100.0, "all": 100.0, "seen": 100.0, "en": 100.0, "de": 100.0}
@@ -83,17 +84,17 @@ def test_separable_toy_xnli_scores_100(tmp_path):
     assert task.meta["cv_accuracy"] == 100.0 and task.meta["n_train"] == 180
 
 
-def test_shuffled_training_labels_give_chance(tmp_path):
+def test_shuffled_training_labels_give_chance(toy_root):
     rng, table = np.random.default_rng(1), {}
-    write_xnli_toy(tmp_path, rng, table, 100, "en", "dev", shuffle_labels=True)
-    write_xnli_toy(tmp_path, rng, table, 200, "de", "test")
-    scores = transfer_task("xnli", langs=["de"], data_root=tmp_path).evaluate(TableEncoder(table))
+    write_xnli_toy(toy_root, rng, table, 100, "en", "dev", shuffle_labels=True)
+    write_xnli_toy(toy_root, rng, table, 200, "de", "test")
+    scores = transfer_task("xnli", langs=["de"], data_root=toy_root).evaluate(TableEncoder(table))
     assert 23.0 < scores["de"] < 43.0  # chance is 33.3 (600 test pairs: sd ~1.9)
 
 
-def test_marc_uses_ja_dev_and_max_per_lang(tmp_path):
+def test_marc_uses_ja_dev_and_max_per_lang(toy_root):
     rng, table = np.random.default_rng(2), {}
-    folder = tmp_path / "transfer" / "MARC"
+    folder = toy_root / "transfer" / "MARC"
     folder.mkdir(parents=True)
     for split, lang, n in (("dev", "en", 100), ("test", "en", 50), ("dev", "ja", 50)):
         rows = []
@@ -103,15 +104,50 @@ def test_marc_uses_ja_dev_and_max_per_lang(tmp_path):
             table[text][stars - 1] += 3.0
             rows.append(json.dumps({"stars": str(stars), "review_body": text}))
         (folder / f"{split}.{lang}.json").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    task = transfer_task("marc", langs=["en", "ja"], data_root=tmp_path, max_per_lang=20)
+    task = transfer_task("marc", langs=["en", "ja"], data_root=toy_root, max_per_lang=20)
     scores = task.evaluate(TableEncoder(table))
     assert scores["en"] == 100.0 and scores["ja(dev)"] == 100.0 and scores["main_score"] == 100.0
     assert task.meta["tests"]["ja(dev)"] == "marc/dev.ja"
     assert task.meta["n_test"] == {"en": 20, "ja(dev)": 20} and task.meta["n_train"] == 100
 
 
+class _DeclaringEncoder(TableEncoder):
+    """A table encoder that declares training languages, as muse-m and e5-small-m do."""
+
+    def __init__(self, table, languages):
+        super().__init__(table, dim=8)
+        self.languages = languages
+
+
+def test_seen_average_uses_the_encoders_own_languages(toy_root):
+    rng, table = np.random.default_rng(4), {}
+    write_xnli_toy(toy_root, rng, table, 60, "en", "dev")
+    write_xnli_toy(toy_root, rng, table, 40, "de", "test")
+    write_xnli_toy(toy_root, rng, table, 40, "sw", "test", shuffle_labels=True)  # sw scores near chance
+    table = {k: v for k, v in table.items() if not k.startswith("sw-")}  # sw sentences: random vectors
+    langs = ["de", "sw"]
+    english_only = transfer_task("xnli", langs=langs, data_root=toy_root)
+    scores = english_only.evaluate(_DeclaringEncoder(table, ("en",)))
+    assert "seen" not in scores  # neither test language is among the encoder's
+    assert (
+        english_only.meta["seen_languages"] == ["en"]
+        and "table.languages" in english_only.meta["seen_source"]
+    )
+    german = transfer_task("xnli", langs=langs, data_root=toy_root)
+    scores = german.evaluate(_DeclaringEncoder(table, ("en", "de")))
+    assert scores["seen"] == scores["de"] == 100.0 and scores["all"] == pytest.approx(
+        (100.0 + scores["sw"]) / 2
+    )
+    silent = transfer_task("xnli", langs=langs, data_root=toy_root)
+    # an encoder that declares nothing gets no "seen" (it was mUSE's list for every model)
+    scores = silent.evaluate(TableEncoder(table, dim=8))
+    assert "seen" not in scores and silent.meta["seen_languages"] is None
+    assert "declares no training languages" in silent.meta["seen_source"]
+
+
 def test_factory_rejects_unknown_language_and_dataset():
-    with pytest.raises(ValueError, match="no language"):
+    with pytest.raises(LanguageNotCovered, match="has no data for ja"):
         transfer_task("qam", langs=["ja"])
+    assert transfer_task("qam", langs=["ja", "de"]).languages == ("de",)  # what it has of a global --langs
     with pytest.raises(ValueError, match="unknown transfer dataset"):
         transfer_task("mldoc")

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sentkit.training_data.triplets import load_training_data, nli_triplets, xnli_triplets
 from sentkit.datasets.nli import NliRow, read_simcse_csv
 from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.training_data.triplets import load_training_data, nli_triplets, xnli_triplets
 
 
 def rows_of(dataset) -> list[tuple]:

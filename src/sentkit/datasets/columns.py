@@ -14,7 +14,12 @@ TEXT_COLUMNS = (ANCHOR, POSITIVE, NEGATIVE)
 LANG = "lang"
 LABEL = "label"
 ENTITY_IDS = "entity_ids"
+NEGATIVE_ENTITY_IDS = "negative_entity_ids"
+LANG_ID = "lang_id"
 GRAPH = "graph"
+# integer id columns: the training collator turns each into a LongTensor, (batch,) or (batch, k)
+INT_COLUMNS = (LABEL, ENTITY_IDS, NEGATIVE_ENTITY_IDS, LANG_ID)
+ADVERSARIAL = "adversarial"  # Emu: an unlabelled sentence of another language (or a translation)
 
 
 def text_columns(column_names) -> list[str]:

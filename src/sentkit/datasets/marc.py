@@ -7,11 +7,11 @@ so `marc_split_for` names the split a language falls back to.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from sentkit.datasets.labelled import LabelledTexts
 from sentkit.datasets.root import data_file
 from sentkit.errors import DataFormatError, MissingDataError
 
@@ -20,20 +20,6 @@ MARC_SPLIT_LANGS: dict[str, tuple[str, ...]] = {
     "dev": ("de", "en", "es", "fr", "ja", "zh"),
     "test": ("de", "en", "es", "fr", "zh"),
 }
-
-
-@dataclass
-class LabelledTexts:
-    """Texts with a class each (int ids for MARC stars, category names for MewsC-16)."""
-
-    texts: list[str]
-    labels: np.ndarray  # (n,)
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def subset(self, rows: np.ndarray) -> LabelledTexts:
-        return LabelledTexts([self.texts[i] for i in rows], self.labels[rows])
 
 
 def read_marc(path: str | Path) -> LabelledTexts:

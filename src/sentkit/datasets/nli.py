@@ -15,9 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sentkit.datasets.labelled import read_labelled_pairs
 from sentkit.datasets.lines import iter_jsonl, iter_utf8_lines
 from sentkit.datasets.root import data_file
-from sentkit.datasets.xnli import XNLI_LABELS, XNLI_LANGS, XNLI_SPLITS, read_labelled_pairs
+from sentkit.datasets.xnli import XNLI_LABELS, XNLI_LANGS, XNLI_SPLITS
 from sentkit.errors import DataFormatError, MissingDataError
 
 ENTAILMENT, NEUTRAL, CONTRADICTION = "entailment", "neutral", "contradiction"

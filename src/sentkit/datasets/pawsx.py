@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sentkit.datasets.xnli import LabelledPairs, load_split_pairs
+from sentkit.datasets.labelled import LabelledPairs, load_split_pairs
 
 PAWSX_LANGS: tuple[str, ...] = ("de", "en", "es", "fr", "ja", "ko", "zh")
 PAWSX_LABELS: dict[str, int] = {"0": 0, "1": 1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sentkit.datasets.checksums import verify_shipped
 from sentkit.errors import MissingDataError
 
 ENV_VAR = "SENTKIT_DATA"
@@ -30,11 +31,13 @@ def data_root() -> Path:
 
 
 def data_file(*parts: str, root: str | Path | None = None) -> Path:
-    """Path of a benchmark file below the data root; a clear error when it is missing."""
+    """Path of a benchmark file (or folder) below the data root; a clear error when it is missing, and
+    a one-line DataFormatError when a shipped file differs from its checksum (see checksums.py)."""
     base = Path(root) if root is not None else data_root()
     path = base.joinpath(*parts)
     if not path.exists():
         raise MissingDataError(
             path, f"looked under data root {base}; set {ENV_VAR} to the benchmark data folder"
         )
+    verify_shipped(path, base)
     return path

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.datasets.lines import read_lines
-from sentkit.datasets.sts_pairs import STSPairs, concat_pairs, parse_score, tab_rows
+from sentkit.datasets.sts_pairs import STS_SCALE, STSPairs, concat_pairs, parse_score, tab_rows
 from sentkit.errors import DataFormatError, MissingDataError
 
 # SentEval's subset lists (STS13 lacks the licensed SMT subset), also those of the Japanese translation.
@@ -25,9 +25,14 @@ SUBSETS: dict[str, tuple[str, ...]] = {
 
 
 def read_senteval_sts(
-    input_path: str | Path, gold_path: str | Path | None = None, lang: str = "en", dataset: str | None = None
+    input_path: str | Path,
+    gold_path: str | Path | None = None,
+    lang: str = "en",
+    dataset: str | None = None,
+    scale: tuple[float, float] | None = STS_SCALE,
 ) -> STSPairs:
-    """Scored pairs of one STS.input file; gold from `gold_path` (same line count) or the third column."""
+    """Scored pairs of one STS.input file; gold from `gold_path` (same line count) or the third column,
+    each inside `scale` (SemEval's 0-5)."""
     input_path = Path(input_path)
     inline = gold_path is None
     what = "sentence1, sentence2, score" if inline else "sentence1, sentence2"
@@ -53,7 +58,7 @@ def read_senteval_sts(
     for (number, text), (_, fields) in zip(scores, rows):
         if not text.strip():
             continue
-        gold.append(parse_score(text, where, number))
+        gold.append(parse_score(text, where, number, scale))
         sent1.append(fields[0])
         sent2.append(fields[1])
     name = dataset or input_path.stem.removeprefix("STS.input.")

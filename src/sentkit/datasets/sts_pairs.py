@@ -12,6 +12,10 @@ import numpy as np
 from sentkit.datasets.lines import read_lines
 from sentkit.errors import DataFormatError
 
+# Gold scales: SemEval STS 2012-2017, STS-B, JSTS and JAC-STS annotate 0-5; SICK/JSICK relatedness is 1-5.
+STS_SCALE: tuple[float, float] = (0.0, 5.0)
+SICK_SCALE: tuple[float, float] = (1.0, 5.0)
+
 
 @dataclass
 class STSPairs:
@@ -64,12 +68,16 @@ def tab_rows(path: str | Path, min_fields: int, what: str) -> Iterator[tuple[int
         yield number, fields
 
 
-def parse_score(text: str, path: str | Path, line: int) -> float:
-    """A finite gold score, or a DataFormatError naming the file and line."""
+def parse_score(text: str, path: str | Path, line: int, scale: tuple[float, float] | None = None) -> float:
+    """A finite gold score inside `scale` (inclusive; None = any), or a DataFormatError naming file and line."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
         raise DataFormatError(path, line, f"expected a numeric similarity score, got {text!r}")
+    if scale is not None and not scale[0] <= value <= scale[1]:
+        raise DataFormatError(
+            path, line, f"expected a similarity score in [{scale[0]:g}, {scale[1]:g}], got {text.strip()!r}"
+        )
     return value

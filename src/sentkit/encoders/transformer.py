@@ -13,8 +13,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_directory
+from sentkit.encoders.protocol import check_batch_size, tokenize_window
 
 POOLINGS = ("cls", "cls_mlp", "mean")
+LANGUAGES_FILE = "sentkit_languages.json"  # the training languages an encoder declares, saved beside it
 # encode() sorts this many sentences at a time by token length (bounds the memory of holding token ids)
 _SORT_WINDOW = 16384
 
@@ -24,6 +26,8 @@ class TransformerEncoder(nn.Module):
 
     `cls_mlp` adds SimCSE's dense+tanh head over [CLS] that is used in training only:
     `encode` (and the saved model) use plain [CLS], as SimCSE and EASE evaluate.
+    `languages` are the training languages (ISO 639-1) when known, else None; `truncated_texts` holds
+    every input `encode` cut at `max_length` tokens (`truncated` counts them per call, summed).
     """
 
     def __init__(
@@ -35,6 +39,7 @@ class TransformerEncoder(nn.Module):
         prefix: str = "",
         normalize: bool = False,
         name: str = "transformer",
+        languages: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
@@ -46,6 +51,9 @@ class TransformerEncoder(nn.Module):
         self.prefix = prefix
         self.normalize = normalize
         self.name = name
+        self.languages = tuple(languages) if languages is not None else None
+        self.truncated = 0
+        self.truncated_texts: set[str] = set()
         hidden = model.config.hidden_size
         self.mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()) if pooling == "cls_mlp" else None
 
@@ -66,8 +74,12 @@ class TransformerEncoder(nn.Module):
         max_length: int | None = None,
         prefix: str = "",
         name: str | None = None,
+        languages: Sequence[str] | None = None,
     ) -> TransformerEncoder:
-        """Load a local directory (Hugging Face or sentence-transformers layout) or a hub name."""
+        """Load a local directory (Hugging Face or sentence-transformers layout) or a hub name.
+
+        `languages` (training languages) defaults to what a sentkit-saved directory declares, else None.
+        """
         from transformers import AutoModel, AutoTokenizer
 
         st = _read_sentence_transformers_layout(Path(path_or_name))
@@ -86,6 +98,7 @@ class TransformerEncoder(nn.Module):
             prefix=prefix or st.get("prefix", ""),
             normalize=st.get("normalize", False),
             name=name or Path(str(path_or_name)).name,
+            languages=languages if languages is not None else st.get("languages"),
         )
         return enc
 
@@ -115,7 +128,11 @@ class TransformerEncoder(nn.Module):
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        """Vectors in input order; batches hold sentences of similar token length, so little padding."""
+        """Vectors in input order; batches hold sentences of similar token length, so little padding.
+
+        Inputs longer than `max_length` tokens are cut there and recorded in `truncated_texts`.
+        """
+        batch_size = check_batch_size(batch_size)
         was_training = self.training
         self.eval()
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
@@ -130,7 +147,9 @@ class TransformerEncoder(nn.Module):
         )
         for first in range(0, len(sentences), window):
             texts = [self.prefix + s for s in sentences[first : first + window]]
-            features = self.tokenizer(texts, truncation=True, max_length=self.max_length)
+            features, cut = tokenize_window(self.tokenizer, texts, self.max_length)
+            self.truncated += len(cut)
+            self.truncated_texts.update(sentences[first + i] for i in cut)
             lengths = np.array([len(ids) for ids in features["input_ids"]])
             order = np.argsort(-lengths, kind="stable")
             for start in range(0, len(texts), batch_size):
@@ -176,6 +195,8 @@ class TransformerEncoder(nn.Module):
             write_sentence_transformers_layout(
                 tmp, self.dim, self.pooling, self.max_length, self.prefix, self.normalize
             )
+            if self.languages is not None:
+                (tmp / LANGUAGES_FILE).write_text(json.dumps({"languages": list(self.languages)}))
         return path
 
 
@@ -263,6 +284,9 @@ def _read_sentence_transformers_layout(folder: Path) -> dict:
     sbert = folder / "sentence_bert_config.json"
     if sbert.is_file():
         info["max_length"] = int(json.loads(sbert.read_text()).get("max_seq_length", 128))
+    declared = folder / LANGUAGES_FILE
+    if declared.is_file():
+        info["languages"] = tuple(json.loads(declared.read_text())["languages"])
     cst = folder / "config_sentence_transformers.json"
     if cst.is_file():
         cfg = json.loads(cst.read_text())

@@ -7,7 +7,17 @@ from collections.abc import Callable
 
 from torch import nn
 
+from sentkit.objectives.entity import EntityAwareContrastive
 from sentkit.objectives.simcse import UnsupervisedSimCSE
+from sentkit.objectives.specialize import (
+    ContrastiveMargin,
+    Emu,
+    EmuNoLD,
+    EmuNoLDCL,
+    EmuParallel,
+    NPair,
+    SoftmaxClassifier,
+)
 from sentkit.objectives.supervised import SupervisedSimCSE
 from sentkit.registry import Registry
 
@@ -15,6 +25,14 @@ OBJECTIVES: Registry[Callable[..., nn.Module]] = Registry("objective")
 
 OBJECTIVES.add("simcse-unsup", UnsupervisedSimCSE)
 OBJECTIVES.add("simcse-sup", SupervisedSimCSE)
+OBJECTIVES.add("ease", EntityAwareContrastive)
+OBJECTIVES.add("emu", Emu)
+OBJECTIVES.add("emu-no-ld", EmuNoLD)
+OBJECTIVES.add("emu-no-ld-cl", EmuNoLDCL)
+OBJECTIVES.add("emu-parallel", EmuParallel)
+OBJECTIVES.add("softmax", SoftmaxClassifier)
+OBJECTIVES.add("contrastive", ContrastiveMargin)
+OBJECTIVES.add("n-pair", NPair)
 
 
 def objective_config(name: str, **overrides):

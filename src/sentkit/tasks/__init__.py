@@ -65,6 +65,11 @@ TASKS.add("marc", partial(transfer_task, "marc"))
 TASKS.add("knn-mewsc16", partial(knn_task, "mewsc16"))
 TASKS.add("knn-mewsc16-100", partial(knn_task, "mewsc16", name="knn-mewsc16-100", max_per_lang=100))
 TASKS.add("knn-marc", partial(knn_task, "marc"))
+from sentkit.tasks.knn_category import category_knn_task  # noqa: E402
+
+# Emu's protocol on MARC's product category (review titles, test splits), full and a 500-per-language sample
+TASKS.add("knn-marc-category", category_knn_task)
+TASKS.add("knn-marc-category-500", partial(category_knn_task, name="knn-marc-category-500", max_per_lang=500))
 TASKS.add("qabot", qabot_task)
 # --- end transfer+knn+retrieval ---
 
@@ -86,7 +91,7 @@ SUITES: dict[str, list[str]] = {
     "clustering": ["mewsc16", "agnews", "biomedical", "searchsnippets", "stackoverflow", "tweet"],
     "bitext": ["tatoeba", "bucc"],
     "transfer": ["xnli", "pawsx", "qam", "marc"],
-    "knn": ["knn-mewsc16", "knn-marc"],
+    "knn": ["knn-mewsc16", "knn-marc", "knn-marc-category"],
 }
 # sts12-16 is left out of `all`: its English files are user-supplied (SENTKIT_STS_EN)
 SUITES["all"] = [
@@ -95,7 +100,13 @@ SUITES["all"] = [
 
 
 def get_task(name: str, **kwargs) -> Task:
-    """Build a registered task; kwargs (langs, data_root, batch_size) go to its factory."""
+    """Build a registered task; kwargs (langs, data_root, batch_size) go to its factory.
+
+    A name with a `:` is a file-backed task on the user's files (`sts:pairs.tsv`; see user_tasks.py)."""
+    if ":" in name:
+        from sentkit.tasks.user_tasks import user_task
+
+        return user_task(name, **kwargs)
     return TASKS.get(name)(**kwargs)
 
 
@@ -108,6 +119,11 @@ def resolve_tasks(spec: str | list[str]) -> list[str]:
             continue
         if item in SUITES:
             expanded = SUITES[item]
+        elif ":" in item:  # a file-backed spec (family:path[+path]); its files are read when built
+            from sentkit.tasks.user_tasks import parse_spec
+
+            parse_spec(item)  # raises on an unknown family, a wrong file count or a missing file
+            expanded = [item]
         else:
             TASKS.get(item)  # raises with a "did you mean" hint
             expanded = [item]

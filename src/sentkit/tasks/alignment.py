@@ -18,26 +18,23 @@ from sentkit.datasets.root import data_file
 from sentkit.datasets.sts_pairs import STSPairs
 from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
+from sentkit.langs import select_languages
+from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task
+from sentkit.tasks.vectors import l2_normalize
 
 POSITIVE_THRESHOLD = 4.0
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    return x / np.clip(np.linalg.norm(x, axis=1, keepdims=True), 1e-12, None)
-
-
 def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> float:
     """E ||f(x) - f(y)||^alpha over positive pairs (row i of x with row i of y), after L2 normalisation."""
-    diff = _unit(x) - _unit(y)  # (n, d)
+    diff = l2_normalize(x, np.float64) - l2_normalize(y, np.float64)  # (n, d)
     return float(np.mean(np.linalg.norm(diff, axis=1) ** alpha))
 
 
 def uniformity(z: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
     """log E exp(-t ||f(a) - f(b)||^2) over all distinct row pairs a < b of z, after L2 normalisation."""
-    z = _unit(z)
+    z = l2_normalize(z, np.float64)
     n = len(z)
     if n < 2:
         raise ValueError("uniformity needs at least 2 vectors")
@@ -70,23 +67,19 @@ class AlignmentUniformityTask(Task):
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
         p = self.pairs
-        unique = list(dict.fromkeys([*p.sent1, *p.sent2]))
-        index = {s: i for i, s in enumerate(unique)}
-        vectors = encoder.encode(unique, batch_size=self.batch_size)  # (n_unique, dim)
+        encoded = encode_unique(encoder, [*p.sent1, *p.sent2], self.batch_size)
         pos = np.flatnonzero(p.gold > POSITIVE_THRESHOLD)
-        a = vectors[[index[p.sent1[i]] for i in pos]]  # (n_pos, dim)
-        b = vectors[[index[p.sent2[i]] for i in pos]]  # (n_pos, dim)
-        align, unif = alignment(a, b), uniformity(vectors)
-        self.meta["sentences"] = len(unique)
-        return {"main_score": -(align + unif), "alignment": align, "uniformity": unif}
+        a = encoded.rows([p.sent1[i] for i in pos])  # (n_pos, dim)
+        b = encoded.rows([p.sent2[i] for i in pos])  # (n_pos, dim)
+        align, unif = alignment(a, b), uniformity(encoded.vectors)
+        self.meta["sentences"] = len(encoded.texts)
+        scores = {"main_score": -(align + unif), "alignment": align, "uniformity": unif}
+        return with_truncation(scores, encoder, encoded.texts)
 
 
 def alignment_uniformity_task(*, langs=None, data_root=None, batch_size: int = 64) -> AlignmentUniformityTask:
     """STS-B dev alignment/uniformity (English only)."""
-    if langs is not None and "en" not in set(langs):
-        raise LanguageNotCovered(
-            f"task 'alignment-uniformity' covers only 'en', asked for {sorted(set(langs))}"
-        )
+    select_languages("alignment-uniformity", langs, ("en",))
     return AlignmentUniformityTask(
         name="alignment-uniformity",
         languages=("en",),

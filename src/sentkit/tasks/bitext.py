@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sentkit.datasets.bucc import BUCC_PAIRS, BuccSample, load_bucc
-from sentkit.datasets.tatoeba import load_tatoeba
+from sentkit.datasets.bucc import BUCC_ENV, SHIPPED_PAIRS, BuccSample, bucc_folders, bucc_pairs, load_bucc
+from sentkit.datasets.root import data_root as default_data_root
+from sentkit.datasets.tatoeba import FOLDER as TATOEBA_FOLDER
+from sentkit.datasets.tatoeba import load_tatoeba, tatoeba_languages
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
-from sentkit.langs import tatoeba_code
+from sentkit.langs import select_languages, tatoeba_code
+from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import Task
 
@@ -58,21 +60,37 @@ class TatoebaTask(Task):
         for lang in self.languages:
             src, eng = self._data[lang]
             forward, backward = tatoeba_accuracy(
-                encoder.encode(src, batch_size=self.batch_size),
-                encoder.encode(eng, batch_size=self.batch_size),
+                encode_unique(encoder, src, self.batch_size).rows(src),  # (n, dim)
+                encode_unique(encoder, eng, self.batch_size).rows(eng),  # (n, dim)
             )
             scores[f"{lang}->eng"], scores[f"eng->{lang}"] = forward, backward
             scores[lang] = (forward + backward) / 2
         scores["main_score"] = float(np.mean([scores[lang] for lang in self.languages]))
-        return scores
+        texts = (t for lang in self.languages for side in self._data[lang] for t in side)
+        return with_truncation(scores, encoder, texts)
 
 
 def tatoeba(*, langs=None, data_root=None, batch_size: int = 64) -> TatoebaTask:
-    """Tatoeba for any language codes (file-name codes or ISO 639-1; default: EASE's 16); main score = mean."""
-    chosen = TATOEBA_EASE_LANGUAGES if langs is None else tuple(dict.fromkeys(tatoeba_code(s) for s in langs))
-    chosen = tuple(c for c in chosen if c != "eng")  # English is the pivot side of every pair
-    if not chosen:
-        raise LanguageNotCovered("tatoeba pairs each language with English; name at least one other language")
+    """Tatoeba for any language codes (file-name codes or ISO 639-1; default: EASE's 16); main score = mean.
+
+    Codes without a test set under the data root are dropped (all of them: LanguageNotCovered).
+    """
+    folder = (Path(data_root) if data_root else default_data_root()).joinpath(*TATOEBA_FOLDER)
+    # English is the pivot side of every pair; with no data folder the loader reports the missing files
+    available = [c for c in tatoeba_languages(data_root) if c != "eng"] if folder.is_dir() else None
+
+    def expand(asked: list[str]) -> list[str]:
+        codes = [tatoeba_code(s) for s in asked]
+        return [c for c in codes if c != "eng" and (available is None or c in available)]
+
+    chosen = select_languages(
+        "tatoeba",
+        langs,
+        available if available is not None else [tatoeba_code(s) for s in langs or ()],
+        default=TATOEBA_EASE_LANGUAGES,
+        expand=expand,
+        hint="each language is paired with English",
+    )
     return TatoebaTask(
         name="tatoeba",
         languages=chosen,
@@ -224,12 +242,13 @@ class BuccTask(Task):
     """BUCC 2018 sample sets mined with cosine and margin scoring; main score = mean margin F1."""
 
     seed: int = 0
+    split: str = "sample"  # or "training" where a user has the training sets (both come with gold)
     _data: dict[str, BuccSample] = field(default_factory=dict, repr=False)
 
     def load(self) -> None:
         for pair in self.languages:
             if pair not in self._data:
-                self._data[pair] = load_bucc(pair, self.data_root)
+                self._data[pair] = load_bucc(pair, self.data_root, self.split)
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
@@ -237,8 +256,8 @@ class BuccTask(Task):
         for pair in self.languages:
             sample = self._data[pair]
             start = time.perf_counter()
-            x = encoder.encode(_unique(sample.src_sentences), batch_size=self.batch_size)
-            y = encoder.encode(_unique(sample.trg_sentences), batch_size=self.batch_size)
+            x = encode_unique(encoder, sample.src_sentences, self.batch_size).vectors  # (n_src_texts, dim)
+            y = encode_unique(encoder, sample.trg_sentences, self.batch_size).vectors  # (n_trg_texts, dim)
             for scoring in ("cosine", "margin"):
                 result = bucc_scores(sample, x, y, scoring, self.seed)
                 scores[f"{pair}_{scoring}"] = result["f1"]
@@ -249,19 +268,39 @@ class BuccTask(Task):
         for scoring in ("cosine", "margin"):
             scores[scoring] = float(np.mean([scores[f"{p}_{scoring}"] for p in self.languages]))
         scores["main_score"] = scores["margin"]
-        return scores
+        texts = (
+            t for p in self.languages for t in (*self._data[p].src_sentences, *self._data[p].trg_sentences)
+        )
+        return with_truncation(scores, encoder, texts)
 
 
-def bucc(*, langs: Iterable[str] | None = None, data_root=None, batch_size: int = 64) -> BuccTask:
-    """BUCC 2018 mining F1 on the sample+gold sets (`de-en`, `fr-en`; `de` alone means `de-en`)."""
-    chosen = BUCC_PAIRS if langs is None else tuple(dict.fromkeys(_bucc_pair(s) for s in langs))
+def bucc(
+    *, langs: Iterable[str] | None = None, data_root=None, batch_size: int = 64, split: str = "sample"
+) -> BuccTask:
+    """BUCC 2018 mining F1 for each `xx-en` pair found under the data root's `bitext/bucc` or `$SENTKIT_BUCC`
+    (archives as released or their extracted files); `de` alone means `de-en`. Default: every pair found."""
+    folders = bucc_folders(data_root)
+    available = bucc_pairs(folders, split)
+    chosen = select_languages(
+        "bucc",
+        langs,
+        available,
+        default=available or SHIPPED_PAIRS,  # nothing found: the loader names the missing archive
+        expand=lambda asked: [_bucc_pair(s) for s in asked],
+        hint=f"BUCC files of other pairs go in {folders[-1]} or ${BUCC_ENV}",
+    )
     return BuccTask(
-        name="bucc", languages=chosen, data_root=Path(data_root) if data_root else None, batch_size=batch_size
+        name="bucc",
+        languages=chosen,
+        data_root=Path(data_root) if data_root else None,
+        batch_size=batch_size,
+        split=split,
     )
 
 
-def _bucc_pair(lang: str) -> str:
-    pair = lang.strip() if "-" in lang else f"{lang.strip()}-en"
-    if pair not in BUCC_PAIRS:
-        raise LanguageNotCovered(f"BUCC has no pair {lang!r}; available: {', '.join(BUCC_PAIRS)}")
-    return pair
+def _bucc_pair(item: str) -> str:
+    """`de`, `de-en` and `en-de` all name the pair `de-en` (BUCC pairs each language with English)."""
+    src, _, trg = item.partition("-")
+    if not trg:
+        return f"{src}-en"
+    return f"{trg}-en" if src == "en" else item

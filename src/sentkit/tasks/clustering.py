@@ -20,7 +20,8 @@ from scipy.optimize import linear_sum_assignment
 from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.datasets.short_text_clustering import load_short_text
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
+from sentkit.langs import select_languages
+from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task, subsample
 
 SEEDS: tuple[int, ...] = (42, 43, 44)
@@ -80,23 +81,11 @@ class ClusteringTask(Task):
         for subset in self.subsets:
             texts, labels = self._data[subset]
             start = time.perf_counter()
-            vectors = encoder.encode(texts, batch_size=self.batch_size)
+            vectors = encode_unique(encoder, texts, self.batch_size).rows(texts)  # (n, dim), repeats kept
             scores[subset] = kmeans_accuracy(vectors, labels, self.seeds)
             self.meta.setdefault("seconds", {})[subset] = round(time.perf_counter() - start, 2)
         scores["main_score"] = float(np.mean([scores[s] for s in self.subsets]))
-        return scores
-
-
-def _select_languages(langs: Iterable[str] | None) -> tuple[str, ...]:
-    if langs is None:
-        return MEWSC16_LANGUAGES
-    wanted = tuple(dict.fromkeys(s.strip() for s in langs))
-    unknown = [lang for lang in wanted if lang not in MEWSC16_LANGUAGES]
-    if unknown:
-        raise LanguageNotCovered(
-            f"MewsC-16 has no language {unknown}; available: {', '.join(MEWSC16_LANGUAGES)}"
-        )
-    return wanted
+        return with_truncation(scores, encoder, (t for s in self.subsets for t in self._data[s][0]))
 
 
 def mewsc16(
@@ -111,7 +100,7 @@ def mewsc16(
 
     `max_per_lang` keeps a seeded sample of each language (the rows knn-mewsc16 keeps with the same limit).
     """
-    chosen = _select_languages(langs)
+    chosen = select_languages(name, langs, MEWSC16_LANGUAGES)
     return ClusteringTask(
         name=name,
         max_per_subset=max_per_lang,
@@ -125,8 +114,7 @@ def mewsc16(
 
 def _english_set(name: str) -> Callable[..., ClusteringTask]:
     def factory(*, langs=None, data_root=None, batch_size: int = 64) -> ClusteringTask:
-        if langs is not None and "en" not in set(langs):
-            raise LanguageNotCovered(f"task {name!r} covers only 'en', asked for {sorted(set(langs))}")
+        select_languages(name, langs, ("en",))
         return ClusteringTask(
             name=name,
             languages=("en",),

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sentkit.datasets.marc import MARC_LANGS, LabelledTexts, load_marc, marc_split_for
+from sentkit.datasets.labelled import LabelledTexts
+from sentkit.datasets.marc import MARC_LANGS, load_marc, marc_split_for
 from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
+from sentkit.langs import select_languages
+from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
 
@@ -71,26 +73,24 @@ def knn_accuracy_matrix(
 
 
 def parse_pairs(source: str, langs: Iterable[str | tuple[str, str]] | None) -> list[tuple[str, str]]:
-    """Language codes -> all ordered pairs (shared labels) or A->A only; pairs as ("A", "B") or "A->B"."""
+    """Language codes -> all ordered pairs (shared labels) or A->A only; pairs as ("A", "B") or "A->B".
+
+    Pairs the source cannot score (an unknown language; A->B across MewsC-16's per-language categories)
+    are dropped; when none is left the task is not covered (LanguageNotCovered).
+    """
     known = KNN_SOURCES[source]
-    items = list(known if langs is None else langs)
-    if all(isinstance(item, str) and "->" not in item for item in items):
-        if source in SHARED_LABELS:
-            pairs = [(a, b) for a in items for b in items]
-        else:
-            pairs = [(a, a) for a in items]
-    else:
-        pairs = [tuple(item.split("->")) if isinstance(item, str) else tuple(item) for item in items]
-    for pair in pairs:
-        if len(pair) != 2 or any(lang not in known for lang in pair):
-            raise LanguageNotCovered(
-                f"knn-{source}: bad language pair {pair!r} (languages: {', '.join(known)})"
-            )
-        if source not in SHARED_LABELS and pair[0] != pair[1]:
-            raise ValueError(
-                f"knn-{source}: {pair[0]}->{pair[1]} is not comparable: category names differ by language"
-            )
-    return pairs
+    shared = source in SHARED_LABELS
+    available = [f"{a}->{b}" for a in known for b in known if shared or a == b]
+    items = None if langs is None else ["->".join(i) if isinstance(i, tuple) else str(i) for i in langs]
+
+    def expand(asked: list[str]) -> list[str]:
+        codes = [c for c in asked if "->" not in c]
+        pairs = [f"{a}->{b}" for a in codes for b in codes if shared or a == b]
+        return pairs + [p for p in asked if "->" in p]
+
+    hint = "" if shared else "category names differ by language, so only A->A pairs are scored"
+    chosen = select_languages(f"knn-{source}", items, available, expand=expand, hint=hint)
+    return [tuple(pair.split("->")) for pair in chosen]
 
 
 @dataclass
@@ -123,7 +123,7 @@ class KNNTask(Task):
         if not self.data:
             self.load()
         embeddings = {
-            lang: np.asarray(encoder.encode(data.texts, batch_size=self.batch_size), dtype=np.float32)
+            lang: encode_unique(encoder, data.texts, self.batch_size).rows(data.texts)  # (n, dim)
             for lang, data in self.data.items()
         }
         labels = {lang: data.labels for lang, data in self.data.items()}
@@ -132,7 +132,8 @@ class KNNTask(Task):
             n_per_lang={lang: len(data) for lang, data in self.data.items()},
             wall_seconds=round(time.perf_counter() - start, 2),
         )
-        return {"main_score": float(np.mean(list(scores.values()))), **scores}
+        scores = {"main_score": float(np.mean(list(scores.values()))), **scores}
+        return with_truncation(scores, encoder, (t for data in self.data.values() for t in data.texts))
 
 
 def knn_task(

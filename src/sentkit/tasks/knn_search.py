@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def l2_normalize(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length as a C-contiguous float32 copy (zero rows stay zero)."""
-    x = np.array(vectors, dtype=np.float32, order="C", copy=True)
-    if x.ndim != 2:
-        raise ValueError(f"expected a 2-d array (n, dim), got shape {x.shape}")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
-    x /= np.maximum(norms, 1e-12)
-    return x
+from sentkit.tasks.vectors import l2_normalize
 
 
 def cosine_knn(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

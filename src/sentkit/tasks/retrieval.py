@@ -15,14 +15,17 @@ import numpy as np
 
 from sentkit.datasets.qabot import QAbotQuery, load_qabot
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
+from sentkit.langs import select_languages
+from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task
+from sentkit.tasks.vectors import l2_normalize
 
 
 def rank_by_cosine(query: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """Candidate indices, most cosine-similar first (ties keep file order): (d,), (n, d) -> (n,)."""
-    q = query / max(float(np.linalg.norm(query)), 1e-12)
-    c = candidates / np.maximum(np.linalg.norm(candidates, axis=1, keepdims=True), 1e-12)
+    dtype = np.result_type(query, candidates, np.float32)
+    q = l2_normalize(np.asarray(query)[None, :], dtype)[0]  # (d,)
+    c = l2_normalize(candidates, dtype)  # (n, d)
     return np.argsort(-(c @ q), kind="stable")
 
 
@@ -61,15 +64,12 @@ class QAbotTask(Task):
         if not self.queries:
             self.load()
         # the pools overlap almost entirely (1142 distinct questions), so each text is encoded once
-        texts = list(
-            dict.fromkeys([q.query for q in self.queries] + [s for q in self.queries for s in q.questions])
-        )
-        row = {text: i for i, text in enumerate(texts)}
-        vectors = np.asarray(encoder.encode(texts, batch_size=self.batch_size), dtype=np.float32)
+        texts = [q.query for q in self.queries] + [s for q in self.queries for s in q.questions]
+        encoded = encode_unique(encoder, texts, self.batch_size)
         metrics: dict[str, list[float]] = {"map": [], "mrr": [], "p@1": [], "p@5": []}
         for q in self.queries:
-            candidates = vectors[[row[s] for s in q.questions]]  # (n_candidates, d)
-            relevant = q.labels[rank_by_cosine(vectors[row[q.query]], candidates)]
+            candidates = encoded.rows(q.questions)  # (n_candidates, d)
+            relevant = q.labels[rank_by_cosine(encoded.rows([q.query])[0], candidates)]
             metrics["map"].append(average_precision(relevant))
             metrics["mrr"].append(reciprocal_rank(relevant))
             metrics["p@1"].append(precision_at_k(relevant, 1))
@@ -77,11 +77,11 @@ class QAbotTask(Task):
         scores = {name: 100.0 * float(np.mean(values)) for name, values in metrics.items()}
         self.meta.update(
             n_queries=len(self.queries),
-            n_texts_encoded=len(texts),
+            n_texts_encoded=len(encoded.texts),
             embedded="query = question.txt, candidates = the question column (JCSE)",
             wall_seconds=round(time.perf_counter() - start, 2),
         )
-        return {"main_score": scores["map"], **scores}
+        return with_truncation({"main_score": scores["map"], **scores}, encoder, texts)
 
 
 def qabot_task(
@@ -91,8 +91,7 @@ def qabot_task(
     batch_size: int = 64,
 ) -> QAbotTask:
     """Factory for the registry: QAbot is Japanese only (`langs` may be None or ["ja"])."""
-    if langs is not None and tuple(langs) != ("ja",):
-        raise LanguageNotCovered(f"qabot is Japanese only; got langs={langs!r}")
+    select_languages("qabot", langs, ("ja",))
     return QAbotTask(
         name="qabot",
         languages=("ja",),

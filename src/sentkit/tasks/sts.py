@@ -24,19 +24,13 @@ from sentkit.datasets.sts17 import DEFAULT_PAIRS, PAIR_FILES, WMT_PAIR, read_sts
 from sentkit.datasets.sts_pairs import STSPairs
 from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered, MissingDataError
+from sentkit.errors import MissingDataError
+from sentkit.langs import select_languages
+from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task
+from sentkit.tasks.vectors import paired_cosine
 
 STS_EN_ENV = "SENTKIT_STS_EN"
-
-
-def paired_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cosine of (n, d) arrays; a zero vector scores 0, as SentEval's nan_to_num does."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    dots = np.einsum("nd,nd->n", a, b)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
 def cosine_spearman(a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> float:
@@ -65,30 +59,25 @@ class STSTask(Task):
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
-        unique = list(dict.fromkeys(s for p in self.sets.values() for s in (*p.sent1, *p.sent2)))
-        index = {s: i for i, s in enumerate(unique)}
-        vectors = encoder.encode(unique, batch_size=self.batch_size)  # (n_unique, dim)
+        texts = [s for p in self.sets.values() for s in (*p.sent1, *p.sent2)]
+        encoded = encode_unique(encoder, texts, self.batch_size)
         scores = {}
         for key, pairs in self.sets.items():
-            a = vectors[[index[s] for s in pairs.sent1]]  # (n_pairs, dim)
-            b = vectors[[index[s] for s in pairs.sent2]]  # (n_pairs, dim)
+            a, b = encoded.rows(pairs.sent1), encoded.rows(pairs.sent2)  # (n_pairs, dim) each
             scores[key] = cosine_spearman(a, b, pairs.gold)
-        return {"main_score": float(np.mean(list(scores.values()))), **scores}
+        return with_truncation(
+            {"main_score": float(np.mean(list(scores.values()))), **scores}, encoder, texts
+        )
 
 
 def _root(data_root: str | Path | None) -> Path | None:
     return Path(data_root) if data_root is not None else None
 
 
-def _check_single_language(task: str, lang: str, langs: Iterable[str] | None) -> None:
-    if langs is not None and lang not in set(langs):
-        raise LanguageNotCovered(f"task {task!r} covers only {lang!r}, asked for {sorted(set(langs))}")
-
-
 def _single(
     name: str, lang: str, reader: Callable[[Path | None], STSPairs], langs, data_root, batch_size, **meta
 ) -> STSTask:
-    _check_single_language(name, lang, langs)
+    select_languages(name, langs, (lang,))
     return STSTask(
         name=name,
         languages=(lang,),
@@ -126,30 +115,21 @@ def stsb_dev(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
 
 
 def select_pairs(
-    langs: Iterable[str] | None, known: Iterable[str], default: Iterable[str]
+    langs: Iterable[str] | None, known: Iterable[str], default: Iterable[str], task: str = "sts17"
 ) -> tuple[str, ...]:
     """Pairs to run: None -> default; "de-en" and "en-de" both name en-de; plain codes ("en", "de") select
     the known pairs whose languages are all among them."""
     known = tuple(known)
-    if langs is None:
-        return tuple(default)
-    wanted = [s.strip() for s in langs]
-    codes = {s for s in wanted if "-" not in s}
-    chosen = []
-    for item in wanted:
-        if "-" not in item:
-            continue
-        src, _, tgt = item.partition("-")
-        match = [p for p in known if p in (item, f"{tgt}-{src}")]
-        if not match:
-            raise LanguageNotCovered(f"unknown language pair {item!r}; known: {', '.join(known)}")
-        chosen.extend(match)
-    if codes:
-        chosen.extend(p for p in known if p != WMT_PAIR and set(p.split("-")) <= codes)
-    chosen = list(dict.fromkeys(chosen))
-    if not chosen:
-        raise LanguageNotCovered(f"no pair matches {sorted(wanted)}; known: {', '.join(known)}")
-    return tuple(chosen)
+
+    def expand(asked: list[str]) -> list[str]:
+        codes = {s for s in asked if "-" not in s}
+        pairs = []
+        for item in asked:
+            src, _, tgt = item.partition("-")
+            pairs += [p for p in known if "-" in item and p in (item, f"{tgt}-{src}")]
+        return pairs + [p for p in known if p != WMT_PAIR and codes and set(p.split("-")) <= codes]
+
+    return select_languages(task, langs, known, default=tuple(default), expand=expand)
 
 
 def sts17(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
@@ -173,7 +153,7 @@ def sts17(*, langs=None, data_root=None, batch_size: int = 64) -> STSTask:
 def _years_task(
     name: str, lang: str, folder_of: Callable[[Path | None, str], Path], langs, data_root, batch_size
 ):
-    _check_single_language(name, lang, langs)
+    select_languages(name, langs, (lang,))
 
     def read(root: Path | None) -> dict[str, STSPairs]:
         return {year: read_sts_year_all(folder_of(root, year), year, lang) for year in SUBSETS}

@@ -20,18 +20,16 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
-from sentkit.datasets.marc import MARC_LANGS, LabelledTexts, load_marc, marc_split_for
+from sentkit.datasets.labelled import LabelledPairs, LabelledTexts
+from sentkit.datasets.marc import MARC_LANGS, load_marc, marc_split_for
 from sentkit.datasets.pawsx import PAWSX_LANGS, load_pawsx
 from sentkit.datasets.qam import QAM_LANGS, load_qam
-from sentkit.datasets.xnli import XNLI_LANGS, LabelledPairs, load_xnli
+from sentkit.datasets.xnli import XNLI_LANGS, load_xnli
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import LanguageNotCovered
+from sentkit.langs import select_languages
+from sentkit.tasks.encoding import EncodedTexts, encode_unique, with_truncation
 from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
 
-# mUSE v3 (Yang et al. 2020) was trained on 16 languages: zh-cn and zh-tw both map to `zh` here.
-MUSE_LANGS: tuple[str, ...] = (
-    "ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh",
-)  # fmt: skip
 C_GRID: tuple[float, ...] = tuple(2.0**k for k in range(-2, 5))  # SentEval's logistic-regression grid
 TRAIN_LANG = "en"
 
@@ -98,10 +96,14 @@ def seen_all_averages(accuracy: dict[str, float], seen: Iterable[str]) -> dict[s
 
 @dataclass
 class TransferTask(Task):
-    """Train on English dev, test on each language's test split (MARC ja: dev, reported as `ja(dev)`)."""
+    """Train on English dev, test on each language's test split (MARC ja: dev, reported as `ja(dev)`).
+
+    `seen` averages the languages the encoder declares (`encoder.languages`) or `seen_langs` if given;
+    with neither it is left out. meta records the list used (`seen_languages`) and where it came from.
+    """
 
     dataset: str = "xnli"
-    seen_langs: tuple[str, ...] | None = None  # None: encoder.languages if it has one, else mUSE's 16
+    seen_langs: tuple[str, ...] | None = None  # None: encoder.languages; an encoder without one: no "seen"
     max_per_lang: int | None = None  # seeded subsample of each test set (None = all rows)
     max_train: int | None = None  # seeded subsample of the English training set (None = all rows)
     seed: int = SUBSAMPLE_SEED
@@ -123,12 +125,10 @@ class TransferTask(Task):
             splits[key] = f"{self.dataset}/{split}.{lang}"
         self.meta.update(train=f"{self.dataset}/dev.{TRAIN_LANG}", tests=splits)
 
-    def _features(self, data: LabelledPairs | LabelledTexts, vectors: dict[str, np.ndarray]) -> np.ndarray:
+    def _features(self, data: LabelledPairs | LabelledTexts, encoded: EncodedTexts) -> np.ndarray:
         if isinstance(data, LabelledPairs):
-            u = np.stack([vectors[s] for s in data.first])  # (n, d)
-            v = np.stack([vectors[s] for s in data.second])  # (n, d)
-            return pair_features(u, v)  # (n, 4d)
-        return np.stack([vectors[s] for s in data.texts])  # (n, d)
+            return pair_features(encoded.rows(data.first), encoded.rows(data.second))  # (n, 4d)
+        return encoded.rows(data.texts)  # (n, d)
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         start = time.perf_counter()
@@ -138,9 +138,7 @@ class TransferTask(Task):
         texts: list[str] = []
         for data in sets:
             texts.extend(data.first + data.second if isinstance(data, LabelledPairs) else data.texts)
-        unique = list(dict.fromkeys(texts))  # each distinct sentence is encoded once
-        embeddings = np.asarray(encoder.encode(unique, batch_size=self.batch_size), dtype=np.float32)
-        vectors = dict(zip(unique, embeddings))
+        vectors = encode_unique(encoder, texts, self.batch_size)
         encoded = time.perf_counter()
 
         x_train = self._features(self.train, vectors)
@@ -156,23 +154,23 @@ class TransferTask(Task):
 
         if self.seen_langs is not None:
             seen, source = tuple(self.seen_langs), "seen_langs argument"
-        elif getattr(encoder, "languages", None):
-            seen, source = tuple(encoder.languages), "encoder.languages"
+        elif getattr(encoder, "languages", None) is not None:
+            seen, source = tuple(encoder.languages), f"{encoder.name}.languages"
         else:
-            seen, source = MUSE_LANGS, "mUSE's 16 training languages (default)"
-        averages = seen_all_averages(accuracy, seen)
+            seen, source = None, f"{encoder.name} declares no training languages: no 'seen' average"
+        averages = seen_all_averages(accuracy, seen or ())
         self.meta.update(
             C=c,
             cv_accuracy=cv_acc,
             n_train=len(self.train),
             n_test={key: len(data) for key, data in self.tests.items()},
-            n_sentences_encoded=len(unique),
-            seen_langs=list(seen),
+            n_sentences_encoded=len(vectors.texts),
+            seen_languages=list(seen) if seen is not None else None,
             seen_source=source,
             encode_seconds=round(encoded - start, 2),
             wall_seconds=round(time.perf_counter() - start, 2),
         )
-        return {"main_score": averages["all"], **averages, **accuracy}
+        return with_truncation({"main_score": averages["all"], **averages, **accuracy}, encoder, texts)
 
 
 def transfer_task(
@@ -188,12 +186,7 @@ def transfer_task(
     if dataset not in TRANSFER_DATASETS:
         raise ValueError(f"unknown transfer dataset {dataset!r} (known: {', '.join(TRANSFER_DATASETS)})")
     _, default_langs = TRANSFER_DATASETS[dataset]
-    languages = tuple(langs) if langs is not None else default_langs
-    unknown = sorted(set(languages) - set(default_langs))
-    if unknown:
-        raise LanguageNotCovered(
-            f"{dataset} has no language(s) {unknown} (known: {', '.join(default_langs)})"
-        )
+    languages = select_languages(name or dataset, langs, default_langs)
     return TransferTask(
         name=name or dataset,
         languages=languages,

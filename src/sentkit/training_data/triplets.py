@@ -50,8 +50,9 @@ _TABLE_NAMES = {
 _XNLI_SPEC = re.compile(r"xnli(?:-(?P<split>dev|test))?(?::(?P<langs>.+))?")
 _SPEC_FORMS = (
     "xnli[:LANGS] (XNLI dev triplets, LANGS comma-separated), xnli-dev[:LANGS], xnli-test[:LANGS], "
+    "jsick[:SPLITS] (JSICK NLI triplets, JCSE stage 2), "
     f"a corpus name ({', '.join(CORPORA)}), or an existing path: a .txt corpus (one text a line), "
-    "a folder of .txt files, an SNLI/MNLI .txt or .jsonl, a .csv/.tsv with header sent0,sent1[,hard_neg] "
+    "a folder of .txt files, a folder built by `sentkit build ease`, an SNLI/MNLI .txt or .jsonl, a .csv/.tsv with header sent0,sent1[,hard_neg] "
     "or anchor[,positive[,negative]], a JSNLI/XNLI .tsv, or a .jsonl with anchor[/positive/negative] keys"
 )
 
@@ -127,6 +128,10 @@ def load_training_data(
     match = _XNLI_SPEC.fullmatch(text)
     if match:
         dataset = xnli_triplets(match["langs"], (match["split"] or "dev",), data_root=data_root)
+    elif text == "jsick" or text.startswith("jsick:"):
+        from sentkit.training_data.jcse_stage2 import stage2_triplets  # imports this module: load lazily
+
+        dataset = stage2_triplets(text, data_root=data_root)
     elif text in CORPORA:
         folder = data_file(*CORPORA[text], root=data_root)
         dataset = Dataset.from_dict({ANCHOR: read_corpus(folder, dedupe=dedupe)})
@@ -147,6 +152,10 @@ def _from_path(path: Path, spec: str, dedupe: bool) -> Dataset:
             raise MissingDataError(path, f"training data spec {spec!r} names no existing file or folder")
         raise ValueError(f"unknown training data spec {spec!r}; expected {_SPEC_FORMS}")
     if path.is_dir():
+        from sentkit.training_data.entity_pairs import is_entity_pairs_folder, read_entity_pairs
+
+        if is_entity_pairs_folder(path):  # written by `sentkit build ease`
+            return read_entity_pairs(path)
         return Dataset.from_dict({ANCHOR: read_corpus(path, dedupe=dedupe)})
     suffix = path.suffix.lower()
     if suffix == ".txt":

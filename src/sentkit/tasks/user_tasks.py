@@ -1,0 +1,253 @@
+"""Tasks on the user's own files: `family:path[+path...]` specs such as `sts:pairs.tsv` or
+`retrieval:queries.tsv+corpus.tsv+qrels.tsv`, scored by the same task classes and metrics as the
+built-in benchmarks. Formats are in `sentkit.datasets.user_files`; each file's sha256 and row count go
+into the task's `meta["files"]` and so into the results file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sentkit.datasets.user_files import (
+    RetrievalFiles,
+    read_bitext_files,
+    read_classification_file,
+    read_labelled_file,
+    read_retrieval_files,
+    read_sts_file,
+)
+from sentkit.datasets.xnli import LabelledPairs
+from sentkit.encoders.protocol import Encoder
+from sentkit.errors import DataFormatError, LanguageNotCovered, MissingDataError, UnknownName
+from sentkit.tasks.bitext import tatoeba_accuracy
+from sentkit.tasks.clustering import ClusteringTask
+from sentkit.tasks.knn import KNNTask
+from sentkit.tasks.retrieval import average_precision, precision_at_k, rank_by_cosine, reciprocal_rank
+from sentkit.tasks.sts import STSTask
+from sentkit.tasks.task import Task
+from sentkit.tasks.transfer import TransferTask
+
+# family -> the files it takes, in order (the `+`-joined paths of a spec)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "sts": ("pairs.tsv",),
+    "clustering": ("labelled.tsv",),
+    "bitext": ("src.txt", "tgt.txt"),
+    "retrieval": ("queries.tsv", "corpus.tsv", "qrels.tsv"),
+    "classification": ("train.tsv", "test.tsv"),
+    "knn": ("labelled.tsv",),
+}
+
+
+def is_user_spec(name: str) -> bool:
+    """Registered task and suite names never contain `:`; a file-backed spec always does."""
+    return ":" in name
+
+
+def parse_spec(spec: str) -> tuple[str, list[Path]]:
+    """`family:a+b` -> (family, [a, b]); a wrong family or file count raises UnknownName with the usage,
+    a missing file MissingDataError."""
+    family, _, rest = spec.strip().partition(":")
+    family = family.strip().lower()
+    if family not in FAMILIES:
+        raise UnknownName(
+            f"unknown task family {family!r} in {spec!r} (file-backed families: "
+            + ", ".join(f"{f}:{'+'.join(files)}" for f, files in FAMILIES.items())
+            + ")"
+        )
+    paths = [Path(p.strip()).expanduser() for p in rest.split("+")] if rest.strip() else []
+    expected = FAMILIES[family]
+    if len(paths) != len(expected):
+        raise UnknownName(
+            f"task {spec!r}: {family} takes {len(expected)} file(s) {family}:{'+'.join(expected)}, got {len(paths)}"
+        )
+    for path in paths:  # a typo in a path fails here, before any model loads
+        if not path.is_file():
+            raise MissingDataError(path, f"{family}: expected {'+'.join(expected)} as existing files")
+    return family, paths
+
+
+def user_task(spec: str, *, langs: Iterable[str] | None = None, data_root=None, batch_size: int = 64) -> Task:
+    """Read the spec's files now (bad rows fail before any encoding) and return a ready task.
+
+    `langs` keeps only those values of a `lang` column (a file without one is used whole); `data_root` is
+    ignored: user paths are relative to the working directory.
+    """
+    family, paths = parse_spec(spec)
+    task = _BUILDERS[family](spec, paths, langs, batch_size)
+    task.meta.setdefault("family", family)
+    return task
+
+
+def _records(*records) -> list[dict]:
+    return [r.as_dict() for r in records]
+
+
+def _keep_langs(groups: dict, langs: Iterable[str] | None, spec: str) -> dict:
+    if langs is None or list(groups) == ["all"]:
+        return groups
+    wanted = {s.strip() for s in langs}
+    kept = {lang: g for lang, g in groups.items() if lang in wanted}
+    if not kept:
+        raise LanguageNotCovered(f"task {spec!r} has languages {sorted(groups)}, asked for {sorted(wanted)}")
+    return kept
+
+
+def _sts(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
+    sets, record = read_sts_file(paths[0])
+    sets = _keep_langs(sets, langs, spec)
+    return STSTask(
+        name=spec,
+        languages=tuple(sets),
+        batch_size=batch_size,
+        meta={"files": _records(record), "pairs": {k: len(v) for k, v in sets.items()}},
+        sets=sets,
+    )
+
+
+def _clustering(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
+    groups, record = read_labelled_file(paths[0])
+    groups = _keep_langs(groups, langs, spec)
+    return ClusteringTask(
+        name=spec,
+        languages=tuple(groups),
+        batch_size=batch_size,
+        meta={"files": _records(record)},
+        subsets=tuple(groups),
+        loader=lambda subset, _root: (groups[subset].texts, groups[subset].labels),
+    )
+
+
+@dataclass
+class UserKNNTask(KNNTask):
+    """Emu's kNN matrix on a user file: every ordered pair of its `lang` values (labels shared)."""
+
+    def load(self) -> None:  # the data was read when the task was built
+        return None
+
+
+def _knn(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
+    groups, record = read_labelled_file(paths[0])
+    groups = _keep_langs(groups, langs, spec)
+    for lang, data in groups.items():
+        if len(data) < 2:
+            raise DataFormatError(
+                paths[0], None, f"expected at least 2 rows for lang {lang!r} (leave-one-out)"
+            )
+    return UserKNNTask(
+        name=spec,
+        languages=tuple(groups),
+        batch_size=batch_size,
+        source="user",
+        pairs=tuple((a, b) for a in groups for b in groups),
+        meta={"files": _records(record)},
+        data=dict(groups),
+    )
+
+
+@dataclass
+class UserClassificationTask(TransferTask):
+    """The transfer protocol (C by 5-fold CV on train, logistic regression) on a user's train/test files."""
+
+    def load(self) -> None:  # the data was read when the task was built
+        return None
+
+
+def _classification(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
+    train_groups, train_record = read_classification_file(paths[0], split_by_lang=False)
+    tests, test_record = read_classification_file(paths[1])
+    tests = _keep_langs(tests, langs, spec)
+    train = train_groups["all"]
+    if any(isinstance(t, LabelledPairs) != isinstance(train, LabelledPairs) for t in tests.values()):
+        kind = "sentence pairs" if isinstance(train, LabelledPairs) else "single texts"
+        raise DataFormatError(paths[1], 1, f"expected {kind} like {paths[0].name}")
+    unseen = sorted({str(v) for t in tests.values() for v in t.labels} - {str(v) for v in train.labels})
+    if unseen:
+        raise DataFormatError(paths[1], None, f"expected only labels seen in {paths[0].name}, got {unseen}")
+    return UserClassificationTask(
+        name=spec,
+        languages=tuple(tests),
+        batch_size=batch_size,
+        dataset="user",
+        seen_langs=(),
+        train=train,
+        tests=tests,
+        meta={"files": _records(train_record, test_record)},
+    )
+
+
+@dataclass
+class UserBitextTask(Task):
+    """Tatoeba's protocol on two line-aligned files: nearest-neighbour accuracy both ways, then the mean."""
+
+    src: list[str] = field(default_factory=list, repr=False)
+    tgt: list[str] = field(default_factory=list, repr=False)
+
+    def load(self) -> None:
+        return None
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        forward, backward = tatoeba_accuracy(
+            encoder.encode(self.src, batch_size=self.batch_size),
+            encoder.encode(self.tgt, batch_size=self.batch_size),
+        )
+        return {"main_score": (forward + backward) / 2, "src->tgt": forward, "tgt->src": backward}
+
+
+def _bitext(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
+    src, tgt, records = read_bitext_files(paths[0], paths[1])
+    return UserBitextTask(
+        name=spec, languages=(), batch_size=batch_size, meta={"files": _records(*records)}, src=src, tgt=tgt
+    )
+
+
+@dataclass
+class UserRetrievalTask(Task):
+    """QAbot's metrics (MAP main, MRR, P@1, P@5) with every judged query ranking the whole corpus."""
+
+    files: RetrievalFiles | None = field(default=None, repr=False)
+
+    def load(self) -> None:
+        return None
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        f = self.files
+        judged = [(qid, text) for qid, text in zip(f.query_ids, f.queries) if qid in f.qrels]
+        docs = np.asarray(encoder.encode(f.docs, batch_size=self.batch_size), dtype=np.float32)  # (n_docs, d)
+        queries = np.asarray(
+            encoder.encode([t for _, t in judged], batch_size=self.batch_size), dtype=np.float32
+        )
+        metrics: dict[str, list[float]] = {"map": [], "mrr": [], "p@1": [], "p@5": []}
+        for (qid, _), vector in zip(judged, queries):
+            relevant = np.asarray([f.qrels[qid].get(d, 0) > 0 for d in f.doc_ids], dtype=np.int64)
+            ranked = relevant[rank_by_cosine(vector, docs)]
+            metrics["map"].append(average_precision(ranked))
+            metrics["mrr"].append(reciprocal_rank(ranked))
+            metrics["p@1"].append(precision_at_k(ranked, 1))
+            metrics["p@5"].append(precision_at_k(ranked, 5))
+        self.meta.update(n_queries=len(judged), n_queries_unjudged=len(f.query_ids) - len(judged))
+        scores = {name: 100.0 * float(np.mean(values)) for name, values in metrics.items()}
+        return {"main_score": scores["map"], **scores}
+
+
+def _retrieval(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
+    files = read_retrieval_files(*paths)
+    if not files.qrels:
+        raise DataFormatError(paths[2], None, "expected at least one judged query")
+    return UserRetrievalTask(
+        name=spec, languages=(), batch_size=batch_size, meta={"files": _records(*files.records)}, files=files
+    )
+
+
+_BUILDERS: dict[str, Callable[..., Task]] = {
+    "sts": _sts,
+    "clustering": _clustering,
+    "bitext": _bitext,
+    "retrieval": _retrieval,
+    "classification": _classification,
+    "knn": _knn,
+}
+assert set(_BUILDERS) == set(FAMILIES)

@@ -1,0 +1,295 @@
+"""`SentenceTrainer`: the Hugging Face `Trainer` with named loss terms, sentkit-Task model selection and the
+objective hooks of `sentkit.training.hooks` (parameter groups, extra optimizers with inner steps)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import Trainer, TrainerCallback
+
+from sentkit.atomic import atomic_write_json
+from sentkit.datasets.columns import TEXT_COLUMNS
+from sentkit.errors import ConfigError
+from sentkit.training.hooks import objective_extra_optimizers, objective_param_groups
+from sentkit.training.results import TOTALS_FILE, RunTotals
+from sentkit.training.run_dir import write_metrics
+
+EXTRA_OPTIMIZERS_FILE = "extra_optimizers.pt"
+
+
+class SentenceTrainer(Trainer):
+    """`Trainer` + named loss terms + sentkit-Task evaluation that keeps the best encoder on disk.
+
+    `planned_steps` (from the checkpoint being resumed) guards the learning-rate schedule; `totals`
+    (also from that checkpoint) are the steps, loss and time of the run's earlier parts.
+    """
+
+    def __init__(
+        self,
+        *args,
+        encoder,
+        task=None,
+        run_dir: str | Path,
+        metrics_rows=(),
+        planned_steps: int | None = None,
+        totals: RunTotals | None = None,
+        **kwargs,
+    ) -> None:
+        # the Task stands in for the eval set: Trainer requires one when evaluation is on
+        super().__init__(*args, eval_dataset=task, **kwargs)
+        self.encoder = encoder
+        self.task = task
+        self.run_dir = Path(run_dir)
+        self.metrics_rows: list[dict] = list(metrics_rows)
+        self.planned_steps = planned_steps
+        self.totals = totals or RunTotals()
+        self._term_sums: dict[str, torch.Tensor] = {}
+        self._term_step: int | None = None  # step of the last log; set at the first step of this process
+        self._sentences = 0
+        self._clock = time.perf_counter()
+        self._segment_start = time.perf_counter()
+        self._inner_done_at: int | None = None
+        self.extra_optimizers = objective_extra_optimizers(self.model)
+        for extra in self.extra_optimizers.values():
+            # outside their inner steps these parameters are constants: the main backward gives them no
+            # gradient, the main optimizer and clipping skip them, and DDP leaves them out of its reducer
+            for p in extra.parameters():
+                p.requires_grad_(False)
+
+    # ---- training --------------------------------------------------------------------------------------
+    def train(self, *args, **kwargs):
+        self._segment_start = time.perf_counter()
+        return super().train(*args, **kwargs)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self._term_step is None:
+            self._term_step, self._clock = self.state.global_step, time.perf_counter()
+        terms = model(inputs)
+        loss = sum(terms.values())
+        for name, value in terms.items():
+            # scaled like the Trainer's own loss, so a logged term is a mean per optimizer step
+            self._add_term(name, value.detach() / self.current_gradient_accumulation_steps)
+        self._sentences += sum(v["input_ids"].shape[0] for k, v in inputs.items() if k in TEXT_COLUMNS)
+        return (loss, terms) if return_outputs else loss
+
+    def training_step(self, model, inputs, num_items_in_batch=None) -> torch.Tensor:
+        # the inner loop runs once per optimizer step, on its first micro-batch (global_step is the same
+        # for every micro-batch of one step)
+        if self.extra_optimizers and self._inner_done_at != self.state.global_step:
+            self._inner_done_at = self.state.global_step
+            self._inner_steps(inputs)
+        return super().training_step(model, inputs, num_items_in_batch)
+
+    def _inner_steps(self, inputs: dict[str, Any]) -> None:
+        """Each extra optimizer's `steps` updates on `objective.inner_loss(batch, name, step)`.
+
+        Runs on the unwrapped objective, outside DDP: gradients of the extra parameters are averaged over
+        processes here, so every replica takes the same step.
+        """
+        objective = self.model
+        objective.train()
+        batch = self._prepare_inputs(inputs)
+        if self._term_step is None:
+            self._term_step, self._clock = self.state.global_step, time.perf_counter()
+        for name, extra in self.extra_optimizers.items():
+            params = extra.parameters()
+            for p in params:
+                p.requires_grad_(True)
+            for step in range(extra.steps):
+                extra.optimizer.zero_grad(set_to_none=True)
+                with self.compute_loss_context_manager(), self.accelerator.autocast():
+                    terms = objective.inner_loss(batch, name, step)
+                sum(terms.values()).backward()
+                self._average_over_processes(params)
+                extra.optimizer.step()
+                if extra.after_step is not None:
+                    extra.after_step()
+                for term, value in terms.items():
+                    self._add_term(f"{name}_{term}", value.detach() / extra.steps)  # mean over inner steps
+            extra.optimizer.zero_grad(set_to_none=True)
+            for p in params:
+                p.requires_grad_(False)
+        objective.zero_grad(set_to_none=True)  # an inner loss must not leave gradients for the main step
+
+    def _average_over_processes(self, params: list[torch.nn.Parameter]) -> None:
+        if self.args.world_size <= 1:
+            return
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            torch.distributed.all_reduce(p.grad)
+            p.grad /= self.args.world_size
+
+    def _add_term(self, name: str, value: torch.Tensor) -> None:
+        self._term_sums[name] = self._term_sums.get(name, 0.0) + value
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs and self._term_sums:
+            steps = max(self.state.global_step - (self._term_step or 0), 1)
+            for name, total in self._term_sums.items():
+                value = self.accelerator.reduce(torch.as_tensor(total).reshape(1), reduction="mean")
+                logs[f"loss_{name}"] = round(float(value.item()) / steps, 6)
+            now = time.perf_counter()
+            logs["sentences_per_s"] = round(self._sentences * self.args.world_size / (now - self._clock), 1)
+            self._term_sums, self._term_step = {}, self.state.global_step
+            self._sentences, self._clock = 0, now
+        super().log(logs, start_time)
+
+    # ---- optimizers ------------------------------------------------------------------------------------
+    def create_optimizer(self, model=None) -> torch.optim.Optimizer:
+        """The Trainer's AdamW, with the objective's own parameter groups (and extra-optimizer parameters
+        left out); without such groups exactly the Trainer's optimizer."""
+        objective = self.model if model is None else model
+        groups = objective_param_groups(self.model, self.args.learning_rate)
+        if self.optimizer is not None or not groups:
+            return super().create_optimizer(model)
+        taken = {id(p) for g in groups for p in g["params"]}
+        taken |= {id(p) for e in self.extra_optimizers.values() for p in e.parameters()}
+        decay = set(self.get_decay_parameter_names(objective))
+        rest = [(n, p) for n, p in objective.named_parameters() if p.requires_grad and id(p) not in taken]
+        param_groups = [
+            {"params": [p for n, p in rest if n in decay], "weight_decay": self.args.weight_decay},
+            {"params": [p for n, p in rest if n not in decay], "weight_decay": 0.0},
+            *({"weight_decay": self.args.weight_decay, **g, "params": list(g["params"])} for g in groups),
+        ]
+        optimizer_cls, kwargs = self.get_optimizer_cls_and_kwargs(self.args, objective)
+        self.optimizer = optimizer_cls([g for g in param_groups if g["params"]], **kwargs)
+        return self.optimizer
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        if self.planned_steps is not None and num_training_steps != self.planned_steps:
+            raise ConfigError(
+                f"{self.run_dir}: the run being resumed was planned for {self.planned_steps} optimizer steps "
+                f"and its learning-rate schedule ends there, this config plans {num_training_steps} "
+                "(max_steps/epochs changed); keep them, train its best/ model into a new output_dir, "
+                "or pass --overwrite"
+            )
+        return super().create_scheduler(num_training_steps, optimizer)
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        """Also the extra optimizers' states and the run totals, before trainer_state.json marks the
+        checkpoint complete."""
+        super()._save_optimizer_and_scheduler(output_dir)
+        if not self.args.should_save:
+            return
+        if self.extra_optimizers:
+            states = {name: e.optimizer.state_dict() for name, e in self.extra_optimizers.items()}
+            torch.save(states, Path(output_dir) / EXTRA_OPTIMIZERS_FILE)
+        atomic_write_json(Path(output_dir) / TOTALS_FILE, self.totals_now().to_dict())
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None or not self.extra_optimizers:
+            return
+        path = Path(checkpoint) / EXTRA_OPTIMIZERS_FILE
+        if not path.is_file():
+            raise ConfigError(
+                f"{checkpoint}: no {EXTRA_OPTIMIZERS_FILE} for the objective's extra optimizers"
+            )
+        states = torch.load(path, map_location="cpu", weights_only=True)
+        for name, extra in self.extra_optimizers.items():
+            if name not in states:
+                raise ConfigError(f"{path}: no state for extra optimizer {name!r} (has {sorted(states)})")
+            extra.optimizer.load_state_dict(states[name])
+
+    def totals_now(self) -> RunTotals:
+        """Totals of the whole run so far: earlier parts plus this process's steps since it started."""
+        loss = self._total_loss_scalar + float(self._tr_loss.item()) if hasattr(self, "_tr_loss") else 0.0
+        return self.totals.plus(
+            steps=self.state.global_step,
+            loss_sum=loss,
+            train_s=time.perf_counter() - self._segment_start,
+        )
+
+    # ---- evaluation ------------------------------------------------------------------------------------
+    def evaluate(
+        self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"
+    ) -> dict[str, float]:
+        """Score the encoder on the Task (rank 0, broadcast), record the row, save a new best atomically."""
+        if self.task is None:
+            return {}
+        start = time.perf_counter()
+        scores = None
+        if self.is_world_process_zero():
+            with _rng_preserved():
+                scores = {k: float(v) for k, v in self.task.evaluate(self.encoder).items()}
+        if self.args.world_size > 1:
+            box = [scores]
+            torch.distributed.broadcast_object_list(box, src=0)
+            scores = box[0]
+        seconds = time.perf_counter() - start
+        self._clock += seconds  # throughput counts training time only
+        step = self.state.global_step
+        main = scores["main_score"]
+        is_best = self.state.best_metric is None or main > self.state.best_metric
+        if is_best:
+            self.state.best_metric, self.state.best_global_step = main, step
+        if self.is_world_process_zero():
+            if is_best:
+                self.encoder.save(self.run_dir / "best")
+                atomic_write_json(self.run_dir / "best.json", {"step": step, "scores": scores})
+            row = {
+                "step": step,
+                "epoch": self.state.epoch,
+                **scores,
+                "best": is_best,
+                "eval_s": round(seconds, 3),
+            }
+            self.metrics_rows = [r for r in self.metrics_rows if r["step"] != step] + [row]
+            write_metrics(self.run_dir, self.metrics_rows)
+        metrics = {f"{metric_key_prefix}_{k}": v for k, v in scores.items()}
+        metrics[f"{metric_key_prefix}_runtime"] = round(seconds, 3)
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
+
+
+def read_totals(checkpoint: Path | None) -> RunTotals | None:
+    """The run totals stored in a checkpoint (None for a fresh run or a checkpoint written before them)."""
+    path = None if checkpoint is None else Path(checkpoint) / TOTALS_FILE
+    if path is None or not path.is_file():
+        return None
+    return RunTotals.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+class ProgressPostfix(TrainerCallback):
+    """Shows the latest loss and throughput on the Trainer's own progress bar."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        from transformers.trainer_callback import ProgressCallback
+
+        bar = next(
+            (
+                getattr(cb, "training_bar", None)
+                for cb in self.trainer.callback_handler.callbacks
+                if isinstance(cb, ProgressCallback)
+            ),
+            None,
+        )
+        if bar is not None and logs and "loss" in logs:
+            bar.set_postfix(loss=f"{logs['loss']:.4f}", sent_s=logs.get("sentences_per_s"))
+
+
+class _rng_preserved:
+    """Evaluation must not shift the training RNG streams (dropout masks, data order) that resume replays."""
+
+    def __enter__(self):
+        self.state = (random.getstate(), np.random.get_state(), torch.random.get_rng_state())
+        self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+
+    def __exit__(self, *exc):
+        random.setstate(self.state[0])
+        np.random.set_state(self.state[1])
+        torch.random.set_rng_state(self.state[2])
+        if self.cuda is not None:
+            torch.cuda.set_rng_state_all(self.cuda)
+        return False
