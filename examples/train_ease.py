@@ -62,6 +62,9 @@ def parse_args(argv):
     p.add_argument("--types", default="auto", help="entity types: auto (NER offline) | ner | category")
     p.add_argument("--splitter", default="auto", help="sentence splitter: auto (spaCy) | rule")
     p.add_argument("--no-ablations", action="store_true")
+    p.add_argument(
+        "--objective-options", default="", help="extra key=value for every EASE run (e.g. entity_lr=1e-3)"
+    )
     p.add_argument("--quick", action="store_true", help="tiny samples and 4 steps: checks the pipeline")
     add_run_args(p, out="runs/ease-example")
     args = p.parse_args(argv)
@@ -198,7 +201,8 @@ def main(argv=None) -> dict:
         timings["wikipedia2vec_s"] = w2v["seconds"]
     rows = read_entity_pairs(pairs)
     sentences = Dataset.from_dict({"anchor": rows["anchor"], "lang": rows["lang"]})
-    entity_opts = f"entities={pairs}" + (f",entity_vectors={vectors}" if vectors else "")
+    extra = f",{args.objective_options}" if args.objective_options else ""
+    entity_opts = f"entities={pairs}" + (f",entity_vectors={vectors}" if vectors else "") + extra
 
     runs = {
         "start": None,
@@ -208,7 +212,7 @@ def main(argv=None) -> dict:
     if not args.no_ablations:
         runs["ease-no-hard-negatives"] = ("ease", rows, entity_opts + ",hard_negatives=false")
         if vectors:
-            runs["ease-random-entity-init"] = ("ease", rows, f"entities={pairs}")
+            runs["ease-random-entity-init"] = ("ease", rows, f"entities={pairs}{extra}")
         runs["ease-no-dropout-loss"] = ("ease", rows, entity_opts + ",dropout_loss=false")
     task_list = tasks(args)
     scores: dict[str, dict] = {}

@@ -32,9 +32,13 @@ def test_train_emu_smoke(tmp_path, data_root, monkeypatch):
     assert written["summary"]["emu"]["main_score"]["mean"] == pytest.approx(
         np.mean([r["scores"]["main_score"] for r in emu])
     )
-    assert all(len(r["scores"]) == 26 for r in emu)  # main_score + 5 x 5 pairs
+    assert all(sum("->" in key for key in r["scores"]) == 25 for r in emu)  # 5 x 5 language pairs
+    assert all(r["scores"]["truncated_sentences"] >= 0 for r in emu)  # KNNTask's count, inherited
     assert any("loss_critic_l_d" in h for h in emu[0]["train_log"])
     assert written["train_rows"] == 5000 and written["adversarial_rows"] == 5 * 20
     assert written["objectives"]["emu"]["num_classes"] == 31  # MARC's English product categories
     assert (tmp_path / "out" / "tsne.png").stat().st_size > 10_000
     assert "| Emu | 2 |" in results["table"]
+    again = train_emu.main([*argv, "--resume"])  # both seeds are reused, none retrained
+    assert [r["train_s"] for r in again["runs"]["emu"]] == [r["train_s"] for r in emu]
+    assert again["summary"]["emu"] == written["summary"]["emu"]

@@ -242,7 +242,7 @@ def test_spec_errors(tmp_path):
         FileNotFoundError, match=r"missing\.tsv: file not found \(knn: expected labelled\.tsv"
     ):
         resolve_tasks(f"knn:{tmp_path / 'missing.tsv'}")  # before any model is loaded
-    with pytest.raises(LanguageNotCovered, match=r"has languages \['en'\], asked for \['de'\]"):
+    with pytest.raises(LanguageNotCovered, match=r"has no data for de \(it has: en\)"):
         get_task(f"sts:{path}", langs=["de"])
     with pytest.raises(FileNotFoundError, match="missing.tsv: file not found"):
         get_task(f"knn:{tmp_path / 'missing.tsv'}")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sentkit.datasets.labelled import LabelledTexts
 from sentkit.datasets.lines import read_lines
-from sentkit.datasets.marc import LabelledTexts
 from sentkit.datasets.sts_pairs import STSPairs, parse_score
 from sentkit.datasets.tatoeba import read_tatoeba_pair
 from sentkit.datasets.xnli import LabelledPairs

@@ -8,34 +8,28 @@ in training, as the default language list does); text = review title (short, lik
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from sentkit.datasets.labelled import LabelledTexts
 from sentkit.datasets.labelled_sentences import load_marc_categories
-from sentkit.datasets.marc import LabelledTexts, marc_split_for
-from sentkit.encoders.protocol import Encoder
+from sentkit.datasets.marc import marc_split_for
 from sentkit.errors import LanguageNotCovered
-from sentkit.tasks.encoding import encode_unique
-from sentkit.tasks.knn import knn_accuracy_matrix
-from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
+from sentkit.tasks.knn import KNNTask
+from sentkit.tasks.task import subsample
 
 MARC_CATEGORY_LANGS = ("en", "de", "es", "fr", "zh")  # languages with a MARC test split
 
 
 @dataclass
-class CategoryKNNTask(Task):
-    """A->B leave-one-out 1-NN accuracy (A == B excludes the query itself) for every ordered pair."""
+class CategoryKNNTask(KNNTask):
+    """KNNTask on MARC's product category (every ordered pair); only loading differs."""
 
-    pairs: tuple[tuple[str, str], ...] = ()
-    split: str = "test"  # MARC only
-    text_field: str = "review_title"  # MARC only
-    max_per_lang: int | None = None
-    seed: int = SUBSAMPLE_SEED
-    data: dict[str, LabelledTexts] = field(default_factory=dict, repr=False)
+    source: str = "marc"
+    text_field: str = "review_title"  # or review_body
 
     def load(self) -> None:
         files = {}
@@ -46,22 +40,6 @@ class CategoryKNNTask(Task):
             full = LabelledTexts(list(rows.texts), np.asarray(rows.labels, dtype=str))
             self.data[lang] = full.subset(subsample(len(full), self.max_per_lang, self.seed))
         self.meta.update(files=files)
-
-    def evaluate(self, encoder: Encoder) -> dict[str, float]:
-        start = time.perf_counter()
-        if not self.data:
-            self.load()
-        embeddings = {
-            lang: encode_unique(encoder, d.texts, self.batch_size).rows(d.texts)  # (n, dim)
-            for lang, d in self.data.items()
-        }
-        labels = {lang: d.labels for lang, d in self.data.items()}
-        scores = knn_accuracy_matrix(embeddings, labels, self.pairs)
-        self.meta.update(
-            n_per_lang={lang: len(d) for lang, d in self.data.items()},
-            wall_seconds=round(time.perf_counter() - start, 2),
-        )
-        return {"main_score": float(np.mean(list(scores.values()))), **scores}
 
 
 def category_knn_task(

@@ -22,7 +22,8 @@ from sentkit.datasets.user_files import (
 )
 from sentkit.datasets.xnli import LabelledPairs
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import DataFormatError, LanguageNotCovered, MissingDataError, UnknownName
+from sentkit.errors import DataFormatError, MissingDataError, UnknownName
+from sentkit.langs import select_languages
 from sentkit.tasks.bitext import tatoeba_accuracy
 from sentkit.tasks.clustering import ClusteringTask
 from sentkit.tasks.knn import KNNTask
@@ -89,11 +90,7 @@ def _records(*records) -> list[dict]:
 def _keep_langs(groups: dict, langs: Iterable[str] | None, spec: str) -> dict:
     if langs is None or list(groups) == ["all"]:
         return groups
-    wanted = {s.strip() for s in langs}
-    kept = {lang: g for lang, g in groups.items() if lang in wanted}
-    if not kept:
-        raise LanguageNotCovered(f"task {spec!r} has languages {sorted(groups)}, asked for {sorted(wanted)}")
-    return kept
+    return {lang: groups[lang] for lang in select_languages(spec, langs, sorted(groups))}
 
 
 def _sts(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
