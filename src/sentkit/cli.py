@@ -68,12 +68,30 @@ def _parser() -> argparse.ArgumentParser:
         "--data-root", default=None, help="benchmark data folder (default: $SENTKIT_DATA or ../shared/data)"
     )
     ev.add_argument("--pooling", default=None, choices=["cls", "mean"], help="override the model's pooling")
+    ev.add_argument(
+        "--int8",
+        action="store_true",
+        help="run the model's int8 ONNX export with onnxruntime (exported into the cache on first use; "
+        "same as --model NAME@int8)",
+    )
 
     enc = sub.add_parser("encode", help="encode a text file (one sentence a line) to a .npy matrix")
     enc.add_argument("--model", default=DEFAULT_MODEL)
     enc.add_argument("--input", required=True, help="UTF-8 text file, one sentence per line")
     enc.add_argument("--output", required=True, help=".npy file to write (float32, one row per line)")
     enc.add_argument("--batch-size", type=positive_int, default=64)
+    enc.add_argument("--int8", action="store_true", help="int8 ONNX export of the model (as NAME@int8)")
+
+    exp = sub.add_parser(
+        "export", help="export a transformer encoder to one ONNX graph (ids + mask -> sentence vector)"
+    )
+    exp.add_argument(
+        "--model", default=DEFAULT_MODEL, help="short name (minilm-en, e5-small-m) or local directory"
+    )
+    exp.add_argument("--format", default="onnx", choices=["onnx"], help="export format")
+    exp.add_argument("--int8", action="store_true", help="dynamic int8 quantization (onnxruntime)")
+    exp.add_argument("--out", required=True, help="folder to write: model.onnx, tokenizer files, README.md")
+    exp.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
 
     rep = sub.add_parser("report", help="compare results files: report.html + markdown table + PNG plots")
     rep.add_argument(
@@ -211,8 +229,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     if not resolve_tasks(args.tasks):
         raise InvalidArgument(f"--tasks {args.tasks!r} names no task; `sentkit tasks` lists them")
+    if args.int8 and args.pooling:
+        raise InvalidArgument(
+            "--pooling cannot be combined with --int8 (the export keeps the model's pooling)"
+        )
     kwargs = {"pooling": args.pooling} if args.pooling else {}
-    encoder = _load_model(args.model, **kwargs)
+    encoder = _load_model(_int8_name(args.model, args.int8), **kwargs)
     results = evaluate(
         encoder,
         args.tasks,
@@ -247,7 +269,8 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
     check_writable_file(args.output)  # before encoding, not after
     sentences = read_lines(args.input)
-    vectors = _load_model(args.model).encode(sentences, batch_size=args.batch_size, show_progress=True)
+    encoder = _load_model(_int8_name(args.model, args.int8))
+    vectors = encoder.encode(sentences, batch_size=args.batch_size, show_progress=True)
     if vectors.ndim != 2 or vectors.shape[0] != len(sentences):
         raise RuntimeError(f"encoder returned shape {vectors.shape} for {len(sentences)} lines")
     bad_rows = int((~np.isfinite(vectors)).any(axis=1).sum())
@@ -257,6 +280,35 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     np.save(buf, vectors.astype(np.float32))
     atomic_write_bytes(args.output, buf.getvalue())
     print(f"{args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32")
+    return 0
+
+
+def _int8_name(model: str, int8: bool) -> str:
+    """`--int8` as the model-name suffix load_encoder understands."""
+    from sentkit.errors import InvalidArgument
+
+    if not int8:
+        return model
+    if "@" in model:
+        raise InvalidArgument(f"--int8 with --model {model!r}: give either --int8 or a @ suffix, not both")
+    return f"{model}@int8"
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from sentkit.encoders.onnx_export import check_export_target, export_onnx
+    from sentkit.encoders.transformer import TransformerEncoder
+    from sentkit.errors import InvalidArgument
+
+    check_export_target(args.out, args.overwrite)  # before the model loads
+    if "@" in args.model:
+        raise InvalidArgument(f"--model {args.model!r}: export a plain model; --int8 asks for quantization")
+    encoder = _load_model(args.model)
+    if not isinstance(encoder, TransformerEncoder):
+        raise InvalidArgument(
+            f"--model {args.model!r} is a {type(encoder).__name__}; only transformer encoders export to ONNX"
+        )
+    out = export_onnx(encoder, args.out, int8=args.int8, overwrite=args.overwrite, source=args.model)
+    print(f"{out}: {'int8' if args.int8 else 'fp32'} ONNX of {args.model} (see {out / 'README.md'})")
     return 0
 
 
@@ -333,6 +385,8 @@ def _run(argv: list[str]) -> int:
         return _cmd_eval(args)
     if args.command == "encode":
         return _cmd_encode(args)
+    if args.command == "export":
+        return _cmd_export(args)
     if args.command == "report":
         return _cmd_report(args)
     if args.command == "tasks":

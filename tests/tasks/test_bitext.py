@@ -84,6 +84,25 @@ def test_mine_pairs_against_dense_numpy(scoring):
     assert score[0] == pytest.approx(dense[in_knn].max(), rel=1e-5)
 
 
+@pytest.mark.parametrize("scoring", ["cosine", "margin"])
+def test_mine_pairs_gives_the_same_pairs_with_any_exact_knn(scoring):
+    """The `knn` hook (a GPU search in bench/bitext_mining.py) leaves BUCC's default results unchanged."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(40, 8)), rng.normal(size=(33, 8))
+    calls = []
+
+    def chunked(queries, keys, k):  # the same exact search, queries 7 at a time
+        calls.append(len(queries))
+        parts = [cosine_knn(queries[i : i + 7], keys, k) for i in range(0, len(queries), 7)]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    default = mine_pairs(x, y, scoring)
+    for got in (mine_pairs(x, y, scoring, knn=cosine_knn), mine_pairs(x, y, scoring, knn=chunked)):
+        for a, b in zip(default, got):
+            np.testing.assert_array_equal(a, b)
+    assert calls == [40, 33]  # x -> y, then y -> x
+
+
 def test_f1_and_threshold_on_a_toy_gold_set():
     scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
     correct = np.array([True, True, False, True, False])

@@ -112,3 +112,81 @@ def test_mewsc16_sample_keeps_the_rows_knn_keeps(data_root):
         full_texts, full_labels = load_mewsc16(lang, data_root)
         label_of = dict(zip(full_texts, full_labels))
         assert [label_of[t] for t in texts] == labels  # each sampled row keeps its own label
+
+
+# ---- k-means speed: the exact seeding, the FAISS option ---------------------------------------------------
+def _real_sample(data_root, tiny_encoder, name="tweet", rows=200):
+    """A seeded `rows`-row sample of a real clustering set, encoded by the tiny random BERT: (float32, labels)."""
+    from sentkit.datasets.short_text_clustering import load_short_text
+    from sentkit.tasks.encoding import encode_unique
+    from sentkit.tasks.task import subsample
+
+    texts, labels = load_short_text(name, data_root)
+    keep = subsample(len(texts), rows)
+    texts, labels = [texts[i] for i in keep], np.asarray([labels[i] for i in keep])
+    return encode_unique(tiny_encoder, texts, 64).rows(texts), labels
+
+
+def test_seeding_draws_the_same_centres_as_sklearn_kmeans_plusplus(data_root, tiny_encoder):
+    from sklearn.cluster import kmeans_plusplus
+
+    from sentkit.tasks.clustering import KMeansPlusPlusSeeding
+
+    vectors, labels = _real_sample(data_root, tiny_encoder)
+    x = vectors - vectors.mean(axis=0)  # (200, 32) float32, centred as KMeans.fit centres it
+    k = len(set(labels.tolist()))
+    ours, theirs = np.random.RandomState(42), np.random.RandomState(42)
+    seeding = KMeansPlusPlusSeeding()
+    for _ in range(3):  # consecutive runs share one RandomState, as KMeans' n_init runs do
+        expected, _ = kmeans_plusplus(x, k, random_state=theirs)
+        np.testing.assert_array_equal(seeding(x, k, ours), expected)
+
+
+def test_protocol_kmeans_labels_identical_to_plain_sklearn_on_a_real_sample(data_root, tiny_encoder):
+    """The default path must give the labels (so the accuracy) the protocol's plain KMeans call gave."""
+    from sklearn.cluster import KMeans
+
+    from sentkit.tasks.clustering import SEEDS, sklearn_kmeans_labels
+
+    vectors, labels = _real_sample(data_root, tiny_encoder)
+    k = len(set(labels.tolist()))
+    assert vectors.dtype == np.float32 and k > 50  # tweet: many small clusters, the slow case
+    plain = []
+    for seed in SEEDS:
+        before = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(vectors)
+        np.testing.assert_array_equal(sklearn_kmeans_labels(vectors, k, seed), before)
+        plain.append(hungarian_accuracy(labels, before))
+    assert kmeans_accuracy(vectors, labels) == float(np.mean(plain))  # exactly, not approximately
+
+
+def test_faiss_backend_recovers_blobs_and_stays_near_the_protocol(data_root, tiny_encoder):
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(4), 50)
+    blobs = (rng.normal(size=(4, 16)) * 10)[labels] + rng.normal(size=(200, 16))
+    assert kmeans_accuracy(blobs, labels, backend="faiss") == pytest.approx(100.0)
+    vectors, labels = _real_sample(data_root, tiny_encoder, "searchsnippets")
+    protocol = kmeans_accuracy(vectors, labels)
+    fast = kmeans_accuracy(vectors, labels, backend="faiss")
+    assert abs(fast - protocol) < 5  # measured: 21.8 (protocol) vs 24.0 (FAISS); on full sets within 1.3
+    with pytest.raises(ValueError, match="faiss"):
+        kmeans_accuracy(blobs, labels, backend="fais")
+
+
+def test_clustering_task_reports_faiss_beside_the_protocol():
+    def loader(subset, root):
+        return [f"{i % 3} {i}" for i in range(60)], [i % 3 for i in range(60)]
+
+    both = ClusteringTask(name="fake", subsets=("a",), loader=loader, kmeans="sklearn+faiss")
+    scores = both.evaluate(_CentreEncoder())
+    assert scores["a"] == scores["main_score"] == pytest.approx(100.0)  # unsuffixed keys: the protocol
+    assert scores["a_faiss"] == scores["faiss"] == pytest.approx(100.0)
+    assert (
+        set(both.meta["kmeans_seconds"]["a"]) == {"sklearn", "faiss"}
+        and both.meta["kmeans"] == "sklearn+faiss"
+    )
+    only = ClusteringTask(name="fake", subsets=("a",), loader=loader, kmeans="faiss")
+    scores = only.evaluate(_CentreEncoder())
+    assert "a" not in scores and scores["main_score"] == scores["faiss"]
+    assert get_task("tweet", kmeans="faiss").kmeans == "faiss"
+    with pytest.raises(ValueError, match="sklearn\\+faiss"):
+        ClusteringTask(name="fake", kmeans="elkan")

@@ -20,7 +20,11 @@ ENCODERS.add("muse-m", MuseEncoder)
 
 
 def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
-    """A short name (`minilm-en`, `muse-m`, `e5-small-m`, `avg:<model>`), a local directory, or a hub name."""
+    """A short name (`minilm-en`, `muse-m`, `e5-small-m`, `avg:<model>`), a local directory, or a hub name.
+
+    `NAME@int8` / `NAME@onnx` run NAME's int8 / fp32 ONNX export with onnxruntime (exported on first use);
+    a folder written by `sentkit export` loads as an `OnnxEncoder`.
+    """
     name = str(name_or_path)
     if name.startswith("avg:"):
         from sentkit.encoders.static import StaticAverageEncoder
@@ -30,11 +34,20 @@ def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
         from sentkit.encoders.retrofit import load_retrofit
 
         return load_retrofit(name[len("retrofit:") :], **kwargs)
+    path = Path(name).expanduser()
+    # NAME@int8 / NAME@onnx: exported once into the cache (onnx_encoder.py)
+    if "@" in name and not path.exists():
+        from sentkit.encoders.onnx_encoder import cached_export
+
+        base, _, variant = name.rpartition("@")
+        return cached_export(base, variant, **kwargs)
     if name in ENCODERS:
         return ENCODERS.get(name)(**kwargs)
+    from sentkit.encoders.onnx_encoder import OnnxEncoder, is_onnx_folder
     from sentkit.encoders.transformer import TransformerEncoder
 
-    path = Path(name).expanduser()
+    if path.is_dir() and is_onnx_folder(path):  # written by `sentkit export`
+        return OnnxEncoder(path, **kwargs)
     if path.exists():
         return TransformerEncoder.from_pretrained(path, **kwargs)
     if "/" in name:  # a hub name: passed through for users with internet access

@@ -9,7 +9,7 @@ backward nearest neighbours ("max" retrieval, one-to-one), scored by cosine or b
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,17 +110,22 @@ def ratio_margin(cos: np.ndarray, x_knn_mean: np.ndarray, y_knn_mean: np.ndarray
 
 
 def mine_pairs(
-    x: np.ndarray, y: np.ndarray, scoring: str = "margin", k: int = MARGIN_K
+    x: np.ndarray,
+    y: np.ndarray,
+    scoring: str = "margin",
+    k: int = MARGIN_K,
+    knn: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = cosine_knn,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One-to-one candidate pairs (x rows, y rows, scores), best score first.
 
     Each x proposes its best y among its k nearest neighbours and each y its best x ("max" retrieval);
     the proposals are taken greedily by score, skipping any whose x or y is already paired.
+    `knn(queries, keys, k) -> (sims, indices)` is the exact cosine search (a GPU one in bench/bitext_mining.py).
     """
     if scoring not in ("cosine", "margin"):
         raise ValueError(f"scoring must be 'cosine' or 'margin', got {scoring!r}")
-    x_sims, x_nn = cosine_knn(x, y, k)  # (nx, k): y neighbours of each x
-    y_sims, y_nn = cosine_knn(y, x, k)  # (ny, k): x neighbours of each y
+    x_sims, x_nn = knn(x, y, k)  # (nx, k): y neighbours of each x
+    y_sims, y_nn = knn(y, x, k)  # (ny, k): x neighbours of each y
     if scoring == "margin":
         x_mean, y_mean = x_sims.mean(axis=1), y_sims.mean(axis=1)  # (nx,), (ny,)
         x_scores = ratio_margin(x_sims, x_mean[:, None], y_mean[x_nn])  # (nx, k)

@@ -1,0 +1,559 @@
+"""int8 and fp32 encoding speed against sentence-transformers' own backends, side by side in one run.
+
+For each model (minilm-en, e5-small-m), on the STS-B test sentences (1379 pairs -> 2758 sentences):
+  sentkit torch fp32 (TransformerEncoder), sentkit onnx fp32 and sentkit int8 (`NAME@onnx`, `NAME@int8`:
+  onnxruntime, see sentkit/encoders/onnx_export.py), and the anchor: sentence-transformers 5.x with its
+  torch, ONNX and ONNX dynamic-int8 (`export_dynamic_quantized_onnx_model`) backends.
+sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<5, so the anchor runs in its
+own virtualenv, in a worker process (bench/int8_anchor_worker.py) that answers one request at a time: the
+two sides are timed in turns (interleaved, alternating order) and never compute at once. The anchor's
+package versions are recorded in the JSON.
+
+Quality: STS-B Spearman of every runner (sentkit's stsb task on the timed vectors); for e5 also STS17 mean
+and Tatoeba deu for sentkit torch fp32, sentkit int8 and the anchor's int8. The fp32 ceiling: torch GEMM
+GFLOP/s measured here at the model's shapes, divided by the model's FLOPs per sentence from the real token
+counts, gives the sentences/s a GEMM-bound fp32 encoder could reach; our fp32 runners print their fraction.
+
+    python bench/int8_speed.py --build-anchor-venv bench/.anchor-venv   # once: builds the anchor venv (pinned)
+    python bench/int8_speed.py [--models minilm-en,e5-small-m] [--threads 2] [--repeats 3]
+
+Writes bench/out/int8_speed.json. Takes about 6-9 minutes on 2 idle cores (exports are cached after the
+first run under $SENTKIT_CACHE/onnx and bench/out/anchor-onnx).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from encode_speed import load_average, stsb_test_sentences  # noqa: E402
+
+from sentkit.atomic import atomic_write_json  # noqa: E402
+from sentkit.provenance import machine_info, package_versions  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+OUT = BENCH / "out" / "int8_speed.json"
+WORKER = BENCH / "int8_anchor_worker.py"
+DEFAULT_ANCHOR_VENV = BENCH / ".anchor-venv"
+# The anchor as the issue measured it: sentence-transformers 5.x + optimum-onnx (transformers<5); the same
+# onnxruntime and torch as sentkit's, so the comparison is between graphs and pipelines, not runtime builds.
+ANCHOR_PINS = (
+    "sentence-transformers==5.7.0",
+    "optimum==2.1.0",
+    "optimum-onnx==0.1.0",
+    "transformers==4.57.6",
+    "tokenizers==0.22.2",
+    "onnx==1.23.2",
+    "onnxruntime==1.31.1",
+    "numpy==2.4.6",
+)
+ANCHOR_TORCH = "torch==2.13.0"  # installed first, as the Makefile does: the local CPU build
+GOALS = {"int8_speed_vs_anchor_int8": 1.3, "int8_max_loss_points": 0.5, "fp32_fraction_of_ceiling": 0.85}
+
+
+# ---- the anchor venv and worker -----------------------------------------------------------------------
+
+
+def build_anchor_venv(folder: Path) -> Path:
+    """Create `folder` with the pinned anchor packages; returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, ANCHOR_TORCH], check=True)
+    subprocess.run([*pip, *ANCHOR_PINS], check=True)
+    return python
+
+
+class AnchorWorker:
+    """bench/int8_anchor_worker.py in the anchor venv; `ask` sends one request and waits for its answer."""
+
+    def __init__(self, python: Path, threads: int, log: Path) -> None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.log = open(log, "w")  # noqa: SIM115 - closed in close()
+        env = {**os.environ, "PYTHONPATH": ""}  # nothing of sentkit's environment leaks into the anchor
+        self.proc = subprocess.Popen(
+            [str(python), str(WORKER), str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
+        )
+
+    def ask(self, cmd: str, **request) -> dict:
+        self.proc.stdin.write(json.dumps({"cmd": cmd, **request}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"anchor worker exited (code {self.proc.poll()}); see {self.log.name}")
+        answer = json.loads(line)
+        if not answer.pop("ok"):
+            raise RuntimeError(f"anchor worker, {cmd}: {answer['error']} (log: {self.log.name})")
+        return answer
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self.log.close()
+
+
+class AnchorEncoder:
+    """One of the worker's models as a sentkit encoder (sentences and vectors travel through files)."""
+
+    def __init__(self, worker: AnchorWorker, name: str, scratch: Path) -> None:
+        self.worker, self.name, self.scratch = worker, name, scratch
+        self.languages = None
+
+    def encode(self, sentences, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        texts, vectors = self.scratch / "sentences.json", self.scratch / "vectors.npy"
+        texts.write_text(json.dumps(list(sentences), ensure_ascii=False))
+        self.last = self.worker.ask(
+            "encode", name=self.name, sentences=str(texts), out=str(vectors), batch_size=batch_size
+        )
+        return np.load(vectors)
+
+
+class PrecomputedEncoder:
+    """Vectors already computed (the timed pass) served to a task, so scoring costs no encoding."""
+
+    def __init__(self, name: str, sentences: list[str], vectors: np.ndarray) -> None:
+        self.name, self.languages = name, None
+        self.table = dict(zip(sentences, vectors))
+
+    def encode(self, sentences, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        return np.stack([self.table[s] for s in sentences])  # (n, dim)
+
+
+# ---- the fp32 ceiling -----------------------------------------------------------------------------------
+
+
+def model_shapes(encoder) -> dict[str, int]:
+    cfg = encoder.model.config
+    return {
+        "layers": cfg.num_hidden_layers,
+        "hidden": cfg.hidden_size,
+        "intermediate": cfg.intermediate_size,
+    }
+
+
+def flops_per_sentence(token_counts: np.ndarray, layers: int, hidden: int, intermediate: int) -> float:
+    """Mean multiply-add FLOPs (x2) of the encoder layers per sentence, unpadded.
+
+    Per layer and token: Q, K, V, output projections (4 h^2) and the two FFN matrices (2 h f) as GEMMs,
+    plus attention scores and mixing (2 L h for a sentence of L tokens); embeddings and pooling are noise.
+    """
+    n = token_counts.astype(np.float64)
+    per_sentence = layers * (2 * n * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * n * n * hidden)
+    return float(per_sentence.mean())
+
+
+def gemm_gflops(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> dict[str, float]:
+    """Best torch fp32 GFLOP/s of the encoder's three linear shapes with `rows` tokens per batch."""
+    out = {}
+    total_flops, total_seconds = 0.0, 0.0
+    for name, (k, n) in {
+        "qkvo": (hidden, hidden),
+        "ffn_in": (hidden, intermediate),
+        "ffn_out": (intermediate, hidden),
+    }.items():
+        x, w = torch.randn(rows, k), torch.randn(n, k)
+        torch.nn.functional.linear(x, w)  # warm-up
+        best = min(_seconds(lambda x=x, w=w: torch.nn.functional.linear(x, w)) for _ in range(repeats))
+        flops = 2.0 * rows * k * n
+        out[name] = flops / best / 1e9
+        weight = {"qkvo": 4, "ffn_in": 1, "ffn_out": 1}[name]  # a layer runs four h x h projections
+        total_flops += weight * flops
+        total_seconds += weight * best
+    out["layer_mix"] = total_flops / total_seconds / 1e9
+    return out
+
+
+def _seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# ---- timing ---------------------------------------------------------------------------------------------
+
+
+def interleaved(runners: dict, sentences: list[str], repeats: int, batch_size: int) -> tuple[dict, dict]:
+    """Time every runner `repeats` times in turns (order alternating); returns (timings, vectors)."""
+    seconds = {name: [] for name in runners}
+    cpu = {name: [] for name in runners}
+    vectors: dict[str, np.ndarray] = {}
+    for fn in runners.values():  # warm-up: thread pools, allocators, tokenizer caches
+        fn(sentences[: 2 * batch_size])
+    names = list(runners)
+    for rep in range(repeats):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            secs, cpu_secs, vecs = runners[name](sentences, timed=True)
+            seconds[name].append(secs)
+            cpu[name].append(cpu_secs)
+            vectors.setdefault(name, vecs)
+            print(f"  {rep + 1}/{repeats} {name:<24} {len(sentences) / secs:8.1f} sent/s", flush=True)
+    n = len(sentences)
+    timings = {
+        name: {
+            "best_sent_per_s": n / min(secs),
+            "median_sent_per_s": n / statistics.median(secs),
+            "seconds": secs,
+            "cpu_seconds": cpu[name],
+        }
+        for name, secs in seconds.items()
+    }
+    return timings, vectors
+
+
+def sentkit_runner(encoder, batch_size: int):
+    def run(sentences, timed: bool = False):
+        start, cpu = time.perf_counter(), time.process_time()
+        vectors = encoder.encode(sentences, batch_size=batch_size)
+        return (time.perf_counter() - start, time.process_time() - cpu, vectors) if timed else vectors
+
+    return run
+
+
+def anchor_runner(encoder: AnchorEncoder, batch_size: int):
+    """Timed inside the worker (its own clock around model.encode), so file transfer is not counted."""
+
+    def run(sentences, timed: bool = False):
+        vectors = encoder.encode(sentences, batch_size=batch_size)
+        return (encoder.last["seconds"], encoder.last["cpu_seconds"], vectors) if timed else vectors
+
+    return run
+
+
+# ---- alternative int8 runtimes (measured to choose the runtime; not part of sentkit) --------------------
+
+
+def fused_int8(name: str, torch_encoder, threads: int):
+    """The int8 export with onnxruntime.transformers' BERT fusion first (QAttention, fused LayerNorms)."""
+    from sentkit.encoders.onnx_encoder import OnnxEncoder
+    from sentkit.encoders.onnx_export import META_FILE, Int8Options, export_onnx, export_versions
+
+    folder = BENCH / "out" / "ort-fused" / name
+    meta = json.loads((folder / META_FILE).read_text()) if (folder / META_FILE).is_file() else {}
+    if meta.get("versions") != export_versions():
+        export_onnx(torch_encoder, folder, int8=Int8Options(fuse=True), overwrite=True, source=name)
+    return OnnxEncoder(folder, threads=threads, name=f"{name} int8 ort-fused")
+
+
+class CTranslate2Encoder:
+    """CTranslate2's int8 BERT encoder with the torch encoder's tokenizer, prefix and pooling."""
+
+    def __init__(self, torch_encoder, folder: Path, threads: int) -> None:
+        import ctranslate2
+
+        if not (folder / "model.bin").is_file():
+            from ctranslate2.converters import TransformersConverter
+
+            with tempfile.TemporaryDirectory() as saved:
+                torch_encoder.model.save_pretrained(saved)
+                torch_encoder.tokenizer.save_pretrained(saved)
+                TransformersConverter(saved).convert(str(folder), quantization="int8", force=True)
+        self.source = torch_encoder
+        self.name = f"{torch_encoder.name} ctranslate2"
+        self.model = ctranslate2.Encoder(
+            str(folder), device="cpu", compute_type="int8", intra_threads=threads
+        )
+
+    def encode(self, sentences, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        enc = self.source
+        ids = enc.tokenizer([enc.prefix + s for s in sentences], truncation=True, max_length=enc.max_length)[
+            "input_ids"
+        ]
+        lengths = np.array([len(row) for row in ids])
+        order = np.argsort(-lengths, kind="stable")
+        out = np.empty((len(sentences), enc.dim), dtype=np.float32)
+        for start in range(0, len(ids), batch_size):
+            idx = order[start : start + batch_size]
+            hidden = np.asarray(
+                self.model.forward_batch([ids[i] for i in idx]).last_hidden_state
+            )  # (b, L, h)
+            if enc.pooling == "mean":
+                mask = np.arange(hidden.shape[1])[None, :] < lengths[idx][:, None]  # (b, L)
+                pooled = (hidden * mask[:, :, None]).sum(1) / lengths[idx][:, None]  # (b, h)
+            else:
+                pooled = hidden[:, 0]  # (b, h)
+            if enc.normalize:
+                pooled = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled
+        return out
+
+
+# ---- one model ------------------------------------------------------------------------------------------
+
+
+def model_dir_of(name: str) -> Path:
+    """The sentence-transformers folder the anchor loads for a sentkit short name."""
+    if name == "minilm-en":
+        from sentkit.encoders.packaged import minilm_en_dir
+
+        return minilm_en_dir()
+    if name == "e5-small-m":
+        from sentkit.encoders.e5_q4 import CACHE_NAME, cache_root
+
+        return anchor_readable(cache_root() / CACHE_NAME, BENCH / "out" / "anchor-models" / name)
+    return Path(name)
+
+
+def anchor_readable(folder: Path, copy: Path) -> Path:
+    """`folder` as transformers 4 reads it: links to every file, and a tokenizer_config.json naming
+    PreTrainedTokenizerFast (transformers 5 saves the e5 port's tokenizer as "TokenizersBackend", a class
+    transformers 4 lacks; both load tokenizer.json verbatim, so the token ids are the same)."""
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    if config.get("tokenizer_class") != "TokenizersBackend":
+        return folder
+    copy.mkdir(parents=True, exist_ok=True)
+    for item in folder.iterdir():
+        link = copy / item.name
+        if item.name != "tokenizer_config.json" and not link.is_symlink():
+            link.symlink_to(item.resolve())
+    config.pop("backend", None)
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (copy / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
+    return copy
+
+
+def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | None, scratch: Path) -> dict:
+    from sentkit.encoders import load_encoder
+    from sentkit.encoders.onnx_encoder import cached_export
+    from sentkit.tasks import get_task
+
+    print(f"\n== {name}", flush=True)
+    torch_encoder = load_encoder(name).eval()
+    onnx_fp32 = cached_export(name, "onnx", threads=args.threads)
+    int8 = cached_export(name, "int8", threads=args.threads)
+    runners = {
+        "sentkit torch fp32": sentkit_runner(torch_encoder, args.batch_size),
+        "sentkit onnx fp32": sentkit_runner(onnx_fp32, args.batch_size),
+        "sentkit int8": sentkit_runner(int8, args.batch_size),
+    }
+    alternatives = [a for a in args.alternatives.split(",") if a]
+    if "ort-fused" in alternatives:  # onnxruntime's offline BERT fusion (QAttention) before quantizing
+        runners["int8 ort-fused"] = sentkit_runner(
+            fused_int8(name, torch_encoder, args.threads), args.batch_size
+        )
+    if "ctranslate2" in alternatives and importlib.util.find_spec("ctranslate2") is None:
+        print("  ctranslate2 is not installed: no ctranslate2 row (pip install ctranslate2==4.8.5)")
+    elif "ctranslate2" in alternatives:
+        ct2 = CTranslate2Encoder(torch_encoder, BENCH / "out" / "ctranslate2" / name, args.threads)
+        runners["int8 ctranslate2"] = sentkit_runner(ct2, args.batch_size)
+    anchor: dict[str, AnchorEncoder] = {}
+    prepared = None
+    if worker is not None:
+        model_dir = str(model_dir_of(name))
+        work = BENCH / "out" / "anchor-onnx" / f"{name}-{args.anchor_quantization}"
+        start = time.perf_counter()
+        prepared = worker.ask(
+            "prepare", model_dir=model_dir, work_dir=str(work), quantization=args.anchor_quantization
+        )
+        prepared["seconds"] = round(time.perf_counter() - start, 1)
+        for label, backend, file_name, folder in (
+            ("st torch", "torch", None, model_dir),
+            ("st onnx", "onnx", "onnx/model.onnx", str(work)),
+            ("st onnx-int8", "onnx", prepared["int8_file"], str(work)),
+        ):
+            worker.ask("load", name=label, model_dir=folder, backend=backend, file_name=file_name)
+            anchor[label] = AnchorEncoder(worker, label, scratch)
+            runners[label] = anchor_runner(anchor[label], args.batch_size)
+
+    timings, vectors = interleaved(runners, sentences, args.repeats, args.batch_size)
+
+    everything = stsb_test_sentences(args.data_root)
+    if len(sentences) < len(everything):  # --limit: time a part, score on the whole test set
+        vectors = {runner_name: run(everything) for runner_name, run in runners.items()}
+    stsb = get_task("stsb", data_root=args.data_root, batch_size=args.batch_size)
+    quality: dict[str, dict[str, float]] = {}
+    for runner_name, vecs in vectors.items():
+        scored = PrecomputedEncoder(runner_name, everything, vecs)
+        quality[runner_name] = {"stsb": stsb.evaluate(scored)["main_score"]}
+    reference = vectors["sentkit torch fp32"]
+    cosine = {}
+    for runner_name, vecs in vectors.items():
+        cos = _cosines(vecs, reference)  # (n,)
+        cosine[runner_name] = {"min": float(cos.min()), "mean": float(cos.mean())}
+
+    if name == "e5-small-m" and not args.no_extra_quality:
+        extra = {"sentkit torch fp32": torch_encoder, "sentkit int8": int8}
+        if "st onnx-int8" in anchor:
+            extra["st onnx-int8"] = anchor["st onnx-int8"]
+        tasks = {
+            "sts17": get_task("sts17", data_root=args.data_root, batch_size=args.batch_size),
+            "tatoeba-deu": get_task(
+                "tatoeba", langs=["deu"], data_root=args.data_root, batch_size=args.batch_size
+            ),
+        }
+        for runner_name, encoder in extra.items():
+            for task_name, task in tasks.items():
+                print(f"  {task_name} {runner_name}", flush=True)
+                quality[runner_name][task_name] = task.evaluate(encoder)["main_score"]
+
+    # the fp32 ceiling from the real token counts of the timed sentences (prefix included, as encoded)
+    texts = [torch_encoder.prefix + s for s in sentences]
+    ids = torch_encoder.tokenizer(texts, truncation=True, max_length=torch_encoder.max_length)["input_ids"]
+    tokens = np.array([len(row) for row in ids])
+    shapes = model_shapes(torch_encoder)
+    flops = flops_per_sentence(tokens, **shapes)
+    gemm = gemm_gflops(args.batch_size * int(round(tokens.mean())), shapes["hidden"], shapes["intermediate"])
+    ceiling = gemm["layer_mix"] * 1e9 / flops
+    fractions = {
+        runner_name: timings[runner_name]["best_sent_per_s"] / ceiling
+        for runner_name in ("sentkit torch fp32", "sentkit onnx fp32")
+    }
+    result = {
+        "model": name,
+        "timings": timings,
+        "quality": quality,
+        "cosine_to_sentkit_torch_fp32": cosine,
+        "tokens_per_sentence": {"mean": float(tokens.mean()), "max": int(tokens.max())},
+        "shapes": shapes,
+        "flops_per_sentence": flops,
+        "gemm_gflops": gemm,
+        "fp32_ceiling_sent_per_s": ceiling,
+        "fp32_fraction_of_ceiling": fractions,
+        "anchor_prepare": prepared,
+        "int8_export": int8.meta,
+    }
+    if "st onnx-int8" in timings:
+        base = timings["st onnx-int8"]["best_sent_per_s"]
+        result["speed_vs_anchor_int8"] = {r: t["best_sent_per_s"] / base for r, t in timings.items()}
+    return result
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))  # (n,)
+
+
+def print_model(res: dict) -> None:
+    ref = res["quality"]["sentkit torch fp32"]
+    ratios = res.get("speed_vs_anchor_int8", {})
+    print(f"\n{res['model']}: {res['tokens_per_sentence']['mean']:.1f} tokens/sentence")
+    extra = [k for k in ref if k != "stsb"]
+    head = f"{'runner':<22} {'best sent/s':>11} {'median':>8} {'vs st int8':>10} {'STS-B':>7} {'dSTS-B':>7}"
+    print(head + "".join(f" {k:>12}" for k in extra))
+    for runner, t in res["timings"].items():
+        q = res["quality"][runner]
+        ratio = f"{ratios[runner]:.2f}x" if runner in ratios else "-"
+        line = (
+            f"{runner:<22} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>10} "
+            f"{q['stsb']:7.2f} {q['stsb'] - ref['stsb']:+7.2f}"
+        )
+        line += "".join(f" {q[k]:12.2f}" if k in q else f" {'':>12}" for k in extra)
+        print(line)
+    gemm = res["gemm_gflops"]["layer_mix"]
+    print(
+        f"fp32 ceiling: GEMM {gemm:.1f} GFLOP/s / {res['flops_per_sentence'] / 1e9:.3f} GFLOP per sentence = "
+        f"{res['fp32_ceiling_sent_per_s']:.1f} sent/s; "
+        + ", ".join(f"{r} {f:.2f}" for r, f in res["fp32_fraction_of_ceiling"].items())
+    )
+
+
+def cpu_flags() -> list[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = next(
+        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []
+    )
+    return sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c")))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="minilm-en,e5-small-m")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=None, help="first N sentences only (quick runs)")
+    parser.add_argument("--data-root", default=None)
+    parser.add_argument("--anchor-python", type=Path, default=DEFAULT_ANCHOR_VENV / "bin" / "python")
+    parser.add_argument(
+        "--build-anchor-venv", type=Path, default=None, help="build the anchor venv here first"
+    )
+    parser.add_argument("--no-anchor", action="store_true", help="sentkit runners only")
+    parser.add_argument(
+        "--anchor-quantization",
+        default=None,
+        choices=["arm64", "avx2", "avx512", "avx512_vnni"],
+        help="export_dynamic_quantized_onnx_model config (default: avx512_vnni if the CPU has it, else avx2)",
+    )
+    parser.add_argument("--no-extra-quality", action="store_true", help="skip e5's STS17 and Tatoeba deu")
+    parser.add_argument(
+        "--alternatives",
+        default="ctranslate2,ort-fused",
+        help="extra int8 runtimes to time beside sentkit's (comma list; '' for none)",
+    )
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    flags = cpu_flags()
+    if args.anchor_quantization is None:
+        args.anchor_quantization = "avx512_vnni" if "avx512_vnni" in flags else "avx2"
+
+    torch.set_num_threads(args.threads)
+    if args.build_anchor_venv is not None:
+        args.anchor_python = build_anchor_venv(args.build_anchor_venv)
+    worker = None
+    if not args.no_anchor:
+        if not args.anchor_python.is_file():
+            raise SystemExit(
+                f"{args.anchor_python}: no anchor venv; build it with "
+                f"`python bench/int8_speed.py --build-anchor-venv {DEFAULT_ANCHOR_VENV.relative_to(Path.cwd())}`"
+                " or pass --no-anchor"
+            )
+        worker = AnchorWorker(args.anchor_python, args.threads, args.out.with_name("int8_anchor_worker.log"))
+    sentences = stsb_test_sentences(args.data_root)[: args.limit]
+    load_before = load_average()
+    results = {}
+    try:
+        anchor_versions = worker.ask("versions") if worker else None
+        with tempfile.TemporaryDirectory() as scratch:
+            for name in args.models.split(","):
+                results[name] = bench_model(name, args, sentences, worker, Path(scratch))
+    finally:
+        if worker is not None:
+            worker.close()
+
+    out = {
+        "data": "STS-B test (sts-test.csv), both sentences of each pair",
+        "sentences": len(sentences),
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "anchor_quantization": args.anchor_quantization if worker else None,
+        "goals": GOALS,
+        "models": results,
+        "versions": {"sentkit_env": package_versions(), "anchor_env": anchor_versions},
+        "machine": {**machine_info(), "cpu_flags": flags},
+        "load_average_1min": {"before": load_before, "after": load_average()},
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    print(f"\n{len(sentences)} sentences, batch {args.batch_size}, {args.threads} threads")
+    for res in results.values():
+        print_model(res)
+    atomic_write_json(args.out, out)
+    print(f"wrote {args.out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

