@@ -136,18 +136,19 @@ def print_table(model: str, suite: str, rows: list[dict], total: dict) -> None:
     print(f"\n{model} on {suite}: seconds per task (wall; CPU = process CPU over all threads)")
     print(
         f"{'task':<22} {'sent.':>6} {'load':>6} {'encode':>7} {'enc cpu':>8} {'scoring':>8} {'k-means':>8} "
-        f"{'wall':>7} {'share':>6}  scoring is"
+        f"{'wall':>7} {'cpu':>7} {'share':>6}  scoring is"
     )
     for r in rows:
         km = f"{r['kmeans_s']:8.1f}" if r["kmeans_s"] is not None else f"{'-':>8}"
         print(
             f"{r['task']:<22} {r['sentences_encoded']:>6} {r['load_s']:6.1f} {r['encode_s']:7.1f} "
-            f"{r['encode_cpu_s']:8.1f} {r['scoring_s']:8.1f} {km} {r['wall_s']:7.1f} "
+            f"{r['encode_cpu_s']:8.1f} {r['scoring_s']:8.1f} {km} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} "
             f"{100 * r['wall_s'] / max(total['wall_s'], 1e-9):5.1f}%  {r['scoring']}"
         )
     print(
         f"{'total':<22} {total['sentences_encoded']:>6} {total['load_s']:6.1f} {total['encode_s']:7.1f} "
-        f"{total['encode_cpu_s']:8.1f} {total['scoring_s']:8.1f} {total['kmeans_s']:8.1f} {total['wall_s']:7.1f}"
+        f"{total['encode_cpu_s']:8.1f} {total['scoring_s']:8.1f} {total['kmeans_s']:8.1f} {total['wall_s']:7.1f} "
+        f"{total['cpu_s']:7.1f}"
     )
     print(
         f"model load {total['model_load_s']:.1f} s; whole run {total['run_wall_s']:.1f} s wall, "

@@ -16,6 +16,7 @@ counts, gives the sentences/s a GEMM-bound fp32 encoder could reach; our fp32 ru
 
     python bench/int8_speed.py --build-anchor-venv bench/.anchor-venv   # once: builds the anchor venv (pinned)
     python bench/int8_speed.py [--models minilm-en,e5-small-m] [--threads 2] [--repeats 3]
+    python bench/int8_speed.py --alternatives ctranslate2,ort-fused   # also CTranslate2 and fused onnxruntime
 
 Writes bench/out/int8_speed.json. Takes about 6-9 minutes on 2 idle cores (exports are cached after the
 first run under $SENTKIT_CACHE/onnx and bench/out/anchor-onnx).
@@ -194,8 +195,12 @@ def _seconds(fn) -> float:
 # ---- timing ---------------------------------------------------------------------------------------------
 
 
-def interleaved(runners: dict, sentences: list[str], repeats: int, batch_size: int) -> tuple[dict, dict]:
-    """Time every runner `repeats` times in turns (order alternating); returns (timings, vectors)."""
+def interleaved(
+    runners: dict, sentences: list[str], repeats: int, batch_size: int, between_rounds=None
+) -> tuple[dict, dict]:
+    """Time every runner `repeats` times in turns (order alternating); returns (timings, vectors).
+
+    `between_rounds()` runs after each round (the GEMM probe: the ceiling is sampled as the runners are)."""
     seconds = {name: [] for name in runners}
     cpu = {name: [] for name in runners}
     vectors: dict[str, np.ndarray] = {}
@@ -209,6 +214,8 @@ def interleaved(runners: dict, sentences: list[str], repeats: int, batch_size: i
             cpu[name].append(cpu_secs)
             vectors.setdefault(name, vecs)
             print(f"  {rep + 1}/{repeats} {name:<24} {len(sentences) / secs:8.1f} sent/s", flush=True)
+        if between_rounds is not None:
+            between_rounds()
     n = len(sentences)
     timings = {
         name: {
@@ -266,6 +273,9 @@ class CTranslate2Encoder:
             from ctranslate2.converters import TransformersConverter
 
             with tempfile.TemporaryDirectory() as saved:
+                # transformers 5 no longer writes BERT's default position_embedding_type; the converter asks
+                if not hasattr(torch_encoder.model.config, "position_embedding_type"):
+                    torch_encoder.model.config.position_embedding_type = "absolute"
                 torch_encoder.model.save_pretrained(saved)
                 torch_encoder.tokenizer.save_pretrained(saved)
                 TransformersConverter(saved).convert(str(folder), quantization="int8", force=True)
@@ -348,15 +358,21 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
         "sentkit int8": sentkit_runner(int8, args.batch_size),
     }
     alternatives = [a for a in args.alternatives.split(",") if a]
+    skipped: dict[str, str] = {}
     if "ort-fused" in alternatives:  # onnxruntime's offline BERT fusion (QAttention) before quantizing
         runners["int8 ort-fused"] = sentkit_runner(
             fused_int8(name, torch_encoder, args.threads), args.batch_size
         )
     if "ctranslate2" in alternatives and importlib.util.find_spec("ctranslate2") is None:
-        print("  ctranslate2 is not installed: no ctranslate2 row (pip install ctranslate2==4.8.5)")
+        skipped["int8 ctranslate2"] = "not installed (pip install ctranslate2==4.8.5)"
     elif "ctranslate2" in alternatives:
-        ct2 = CTranslate2Encoder(torch_encoder, BENCH / "out" / "ctranslate2" / name, args.threads)
-        runners["int8 ctranslate2"] = sentkit_runner(ct2, args.batch_size)
+        try:
+            ct2 = CTranslate2Encoder(torch_encoder, BENCH / "out" / "ctranslate2" / name, args.threads)
+            runners["int8 ctranslate2"] = sentkit_runner(ct2, args.batch_size)
+        except Exception as err:  # an alternative the converter cannot take is a result, not a crash
+            skipped["int8 ctranslate2"] = f"{type(err).__name__}: {err}"
+    for runner_name, why in skipped.items():
+        print(f"  no {runner_name} row: {why}")
     anchor: dict[str, AnchorEncoder] = {}
     prepared = None
     if worker is not None:
@@ -376,7 +392,20 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
             anchor[label] = AnchorEncoder(worker, label, scratch)
             runners[label] = anchor_runner(anchor[label], args.batch_size)
 
-    timings, vectors = interleaved(runners, sentences, args.repeats, args.batch_size)
+    # the fp32 ceiling from the real token counts of the timed sentences (prefix included, as encoded);
+    # GEMM speed is probed after every round and the best probe kept, as the runners' best round is
+    texts = [torch_encoder.prefix + s for s in sentences]
+    ids = torch_encoder.tokenizer(texts, truncation=True, max_length=torch_encoder.max_length)["input_ids"]
+    tokens = np.array([len(row) for row in ids])
+    shapes = model_shapes(torch_encoder)
+    flops = flops_per_sentence(tokens, **shapes)
+    rows = args.batch_size * int(round(tokens.mean()))
+    probes = [gemm_gflops(rows, shapes["hidden"], shapes["intermediate"])]
+
+    def probe() -> None:
+        probes.append(gemm_gflops(rows, shapes["hidden"], shapes["intermediate"]))
+
+    timings, vectors = interleaved(runners, sentences, args.repeats, args.batch_size, probe)
 
     everything = stsb_test_sentences(args.data_root)
     if len(sentences) < len(everything):  # --limit: time a part, score on the whole test set
@@ -407,13 +436,8 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
                 print(f"  {task_name} {runner_name}", flush=True)
                 quality[runner_name][task_name] = task.evaluate(encoder)["main_score"]
 
-    # the fp32 ceiling from the real token counts of the timed sentences (prefix included, as encoded)
-    texts = [torch_encoder.prefix + s for s in sentences]
-    ids = torch_encoder.tokenizer(texts, truncation=True, max_length=torch_encoder.max_length)["input_ids"]
-    tokens = np.array([len(row) for row in ids])
-    shapes = model_shapes(torch_encoder)
-    flops = flops_per_sentence(tokens, **shapes)
-    gemm = gemm_gflops(args.batch_size * int(round(tokens.mean())), shapes["hidden"], shapes["intermediate"])
+    gemm = max(probes, key=lambda probe: probe["layer_mix"])
+    gemm["probes_layer_mix"] = [round(probe["layer_mix"], 1) for probe in probes]
     ceiling = gemm["layer_mix"] * 1e9 / flops
     fractions = {
         runner_name: timings[runner_name]["best_sent_per_s"] / ceiling
@@ -431,11 +455,16 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
         "fp32_ceiling_sent_per_s": ceiling,
         "fp32_fraction_of_ceiling": fractions,
         "anchor_prepare": prepared,
+        "skipped": skipped,
         "int8_export": int8.meta,
     }
     if "st onnx-int8" in timings:
         base = timings["st onnx-int8"]["best_sent_per_s"]
         result["speed_vs_anchor_int8"] = {r: t["best_sent_per_s"] / base for r, t in timings.items()}
+        median = timings["st onnx-int8"]["median_sent_per_s"]
+        result["median_speed_vs_anchor_int8"] = {
+            r: t["median_sent_per_s"] / median for r, t in timings.items()
+        }
     return result
 
 
@@ -446,15 +475,19 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def print_model(res: dict) -> None:
     ref = res["quality"]["sentkit torch fp32"]
     ratios = res.get("speed_vs_anchor_int8", {})
+    medians = res.get("median_speed_vs_anchor_int8", {})
     print(f"\n{res['model']}: {res['tokens_per_sentence']['mean']:.1f} tokens/sentence")
     extra = [k for k in ref if k != "stsb"]
-    head = f"{'runner':<22} {'best sent/s':>11} {'median':>8} {'vs st int8':>10} {'STS-B':>7} {'dSTS-B':>7}"
+    head = (
+        f"{'runner':<22} {'best sent/s':>11} {'median':>8} {'vs st int8 (best/median)':>24} "
+        f"{'STS-B':>7} {'dSTS-B':>7}"
+    )
     print(head + "".join(f" {k:>12}" for k in extra))
     for runner, t in res["timings"].items():
         q = res["quality"][runner]
-        ratio = f"{ratios[runner]:.2f}x" if runner in ratios else "-"
+        ratio = f"{ratios[runner]:.2f}x / {medians[runner]:.2f}x" if runner in ratios else "-"
         line = (
-            f"{runner:<22} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>10} "
+            f"{runner:<22} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>24} "
             f"{q['stsb']:7.2f} {q['stsb'] - ref['stsb']:+7.2f}"
         )
         line += "".join(f" {q[k]:12.2f}" if k in q else f" {'':>12}" for k in extra)
@@ -500,8 +533,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-extra-quality", action="store_true", help="skip e5's STS17 and Tatoeba deu")
     parser.add_argument(
         "--alternatives",
-        default="ctranslate2,ort-fused",
-        help="extra int8 runtimes to time beside sentkit's (comma list; '' for none)",
+        default="",
+        help="extra int8 runtimes to time beside sentkit's: ctranslate2, ort-fused (comma list)",
     )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)

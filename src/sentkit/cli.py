@@ -74,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run the model's int8 ONNX export with onnxruntime (exported into the cache on first use; "
         "same as --model NAME@int8)",
     )
+    ev.add_argument(
+        "--kmeans",
+        default="sklearn",
+        choices=["sklearn", "faiss", "sklearn+faiss"],
+        help="clustering tasks' k-means: sklearn (the protocol), faiss (faster, not the protocol; "
+        "keys <set>_faiss) or both side by side",
+    )
 
     enc = sub.add_parser("encode", help="encode a text file (one sentence a line) to a .npy matrix")
     enc.add_argument("--model", default=DEFAULT_MODEL)
@@ -243,7 +250,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         batch_size=args.batch_size,
         data_root=args.data_root,
-        extra_config={"model_arg": args.model},
+        extra_config={"model_arg": args.model, "int8": args.int8},
+        task_options={"kmeans": args.kmeans} if args.kmeans != "sklearn" else None,
     )
     print(results_table(results))
     print(f"results written to {results['path']}")

@@ -100,9 +100,12 @@ def evaluate(
     data_root: str | Path | None = None,
     show_progress: bool = True,
     extra_config: dict | None = None,
+    task_options: dict | None = None,
 ) -> dict:
     """Evaluate `encoder` on the tasks (names or suites); return the results and write them under `out`.
 
+    `task_options` are settings only some tasks take, given to those (`{"kmeans": "faiss"}`: the
+    clustering tasks; see tasks.get_task); they are recorded in the results' config.
     Each finished task is written at once (`"complete": false` until the last); a task that raises is
     recorded under `errors` and the rest still run; Ctrl-C keeps what finished (EvaluationInterrupted).
     """
@@ -128,6 +131,7 @@ def evaluate(
             "langs": list(langs) if langs else None,
             "batch_size": batch_size,
             "data_root": str(data_root) if data_root else None,
+            "task_options": dict(task_options or {}),
             **(extra_config or {}),
         },
         "seed": seed,
@@ -149,7 +153,7 @@ def evaluate(
     try:
         for name in bar:
             bar.set_postfix_str(name)
-            _run_task(name, timed, results, langs, batch_size, data_root, seed, show_progress)
+            _run_task(name, timed, results, langs, batch_size, data_root, seed, show_progress, task_options)
             save()
     except KeyboardInterrupt as err:
         results["interrupted"] = name
@@ -173,10 +177,11 @@ def _run_task(
     data_root: str | Path | None,
     seed: int,
     show_progress: bool,
+    task_options: dict | None = None,
 ) -> None:
     """Run one task and record its scores, its skip reason or its error in `results`."""
     seed_everything(seed)
-    kwargs = {"batch_size": batch_size, "data_root": data_root}
+    kwargs = {"batch_size": batch_size, "data_root": data_root, "options": task_options}
     if langs:
         kwargs["langs"] = list(langs)
     try:

@@ -203,3 +203,17 @@ def test_encode_refuses_to_write_nan_vectors(monkeypatch, tmp_path, capsys):
     assert main(["encode", "--model", "_nan", "--input", str(tmp_path / "in.txt"), "--output", str(out)]) == 1
     assert "NaN or Infinity in 1 rows; nothing written" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_eval_kmeans_option_reaches_clustering_tasks_only(tiny_dir, tmp_path, data_root):
+    _, path = tiny_dir
+    out = tmp_path / "results"
+    argv = ["eval", "--model", str(path), "--tasks", "mewsc16-100,knn-mewsc16-100", "--langs", "ko"]
+    argv += ["--kmeans", "sklearn+faiss", "--out", str(out), "--data-root", str(data_root)]
+    assert main(argv) == 0
+    results = json.loads(next(out.glob("*.json")).read_text())
+    assert results["config"]["task_options"] == {"kmeans": "sklearn+faiss"}
+    clustering = results["tasks"]["mewsc16-100"]["scores"]
+    assert clustering["main_score"] == clustering["ko"] and 0 < clustering["ko_faiss"] <= 100
+    assert "main_score" in results["tasks"]["knn-mewsc16-100"]["scores"]  # built without the option
+    assert not results["errors"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-import sentkit.encoders.transformer as transformer_module
+import sentkit.encoders.protocol as protocol_module
 from conftest import make_tiny_encoder, minilm_dir
 from sentkit.encoders.transformer import TransformerEncoder
 
@@ -87,7 +87,7 @@ def test_batch_order_invariance():
 def test_sort_window_boundaries(monkeypatch):
     enc = make_tiny_encoder("mean")
     whole = enc.encode(SENTENCES, batch_size=2)
-    monkeypatch.setattr(transformer_module, "_SORT_WINDOW", 4)  # windows of 4 sentences: 4 + 3
+    monkeypatch.setattr(protocol_module, "SORT_WINDOW", 4)  # windows of 4 sentences: 4 + 3
     np.testing.assert_allclose(enc.encode(SENTENCES, batch_size=2), whole, atol=1e-6)
 
 

@@ -14,6 +14,7 @@ from sentkit.tasks.bitext import (
     TATOEBA_EASE_LANGUAGES,
     best_threshold,
     mine_pairs,
+    mutual_neighbours,
     prf_at_threshold,
     ratio_margin,
     tatoeba_accuracy,
@@ -97,10 +98,14 @@ def test_mine_pairs_gives_the_same_pairs_with_any_exact_knn(scoring):
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     default = mine_pairs(x, y, scoring)
-    for got in (mine_pairs(x, y, scoring, knn=cosine_knn), mine_pairs(x, y, scoring, knn=chunked)):
+    for got in (
+        mine_pairs(x, y, scoring, knn=cosine_knn),
+        mine_pairs(x, y, scoring, knn=chunked),
+        mine_pairs(x, y, scoring, neighbours=mutual_neighbours(x, y, knn=chunked)),
+    ):
         for a, b in zip(default, got):
             np.testing.assert_array_equal(a, b)
-    assert calls == [40, 33]  # x -> y, then y -> x
+    assert calls == [40, 33, 40, 33]  # x -> y, then y -> x; neighbours given: no search in mine_pairs
 
 
 def test_f1_and_threshold_on_a_toy_gold_set():
@@ -151,7 +156,13 @@ class _DictEncoder:
         return np.stack([self.table[s] for s in sentences]).astype(np.float32)
 
 
-def test_bucc_task_end_to_end_on_a_synthetic_archive(toy_root):
+def test_bucc_task_end_to_end_on_a_synthetic_archive(toy_root, monkeypatch):
+    import sentkit.tasks.bitext as bitext
+
+    searches = []
+    real_knn = bitext.cosine_knn
+    monkeypatch.setattr(bitext, "cosine_knn", lambda q, k, n: searches.append(len(q)) or real_knn(q, k, n))
+    monkeypatch.setattr(bitext.mutual_neighbours, "__defaults__", (bitext.MARGIN_K, bitext.cosine_knn))
     rng = np.random.default_rng(3)
     n_gold, n_extra = 60, 30
     table, src, trg, gold = {}, [], [], []
@@ -174,6 +185,7 @@ def test_bucc_task_end_to_end_on_a_synthetic_archive(toy_root):
     assert scores["de-en_cosine"] == pytest.approx(100.0)
     assert scores["de-en_margin"] == pytest.approx(100.0)
     assert scores["main_score"] == scores["margin"] == scores["de-en_margin"]
+    assert searches == [90, 90]  # one search each way serves both scorings
 
     # unrelated vectors for the English side: nothing real can be mined
     shuffled = dict(table)

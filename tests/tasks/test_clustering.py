@@ -188,5 +188,8 @@ def test_clustering_task_reports_faiss_beside_the_protocol():
     scores = only.evaluate(_CentreEncoder())
     assert "a" not in scores and scores["main_score"] == scores["faiss"]
     assert get_task("tweet", kmeans="faiss").kmeans == "faiss"
+    # run-wide options reach the factories that take them; the other tasks build as usual
+    assert get_task("mewsc16-100", options={"kmeans": "faiss"}, langs=["ko"]).kmeans == "faiss"
+    assert get_task("stsb", options={"kmeans": "faiss"}).name == "stsb"
     with pytest.raises(ValueError, match="sklearn\\+faiss"):
         ClusteringTask(name="fake", kmeans="elkan")

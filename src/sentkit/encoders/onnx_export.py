@@ -4,12 +4,16 @@ Pooling and L2 normalisation run inside the graph, so onnxruntime and a tokenize
 folder holds model.onnx, the tokenizer files, `sentkit_onnx.json` (prefix, max length, pooling, checksum)
 and a README.md whose snippet runs the model with onnxruntime + tokenizers alone.
 
-int8 is onnxruntime's dynamic quantization of the weight MatMuls (and the embedding Gather): per-channel
-int8 weights, uint8 activations quantized per batch at run time. Measured on the packaged MiniLM (AVX2,
-STS-B test): per-channel loses 0.09 Spearman points against 0.24 per-tensor at the same speed; the
-activation x activation attention products stay fp32 (quantizing them, as optimum does, is slower and
-less accurate); onnxruntime's offline BERT fusion (fused QAttention) was slower than the unfused graph
-that onnxruntime optimises itself at load, so it is off by default (`fuse=True` keeps it measurable).
+int8 is onnxruntime's dynamic quantization of the weight MatMuls and the embedding tables: per-channel
+7-bit weights, uint8 activations quantized per batch at run time; the activation x activation attention
+products stay fp32. Measured on the packaged MiniLM (AVX2, STS-B test, one pipeline; indicative, see the
+README): per-channel 7-bit 82.07 (fp32 82.03), per-channel 8-bit 81.69, per-tensor 8-bit 81.76,
+per-tensor 7-bit 80.43, at the same speed. Without AVX-512 VNNI, onnxruntime's u8 x s8 kernel adds
+pairs of products in int16 (VPMADDUBSW), which 8-bit weights can saturate; 7-bit weights cannot, and
+per-channel scales make up the lost bit. onnxruntime's offline BERT fusion (QAttention) was slower than
+the unfused graph, which onnxruntime fuses itself at load, so it is off (`fuse=True` keeps it measurable).
+Weight MatMuls whose input has extreme outliers stay fp32 (int8_outliers.py: 3 of e5-small's 72, none of
+MiniLM's).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import inspect
 import json
 import logging
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +35,7 @@ from sentkit.errors import OutputPathError
 
 MODEL_FILE = "model.onnx"
 META_FILE = "sentkit_onnx.json"
-FORMAT_VERSION = 1  # bump when the graph or the files written change; cached exports are then redone
+FORMAT_VERSION = 2  # bump when the graph or the files written change; cached exports are then redone
 OPSET = 17
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "sentence_embedding"
@@ -40,9 +45,13 @@ OUTPUT = "sentence_embedding"
 class Int8Options:
     """onnxruntime dynamic quantization settings (`quantize_dynamic`); the defaults are the measured best."""
 
-    per_channel: bool = True  # one scale per output column: 0.09 vs 0.24 STS-B points lost on MiniLM
-    reduce_range: bool = False  # 7-bit weights: only for AVX-512 CPUs without VNNI (VPMADDUBSW saturation)
+    per_channel: bool = True  # one scale per output column
+    reduce_range: bool = True  # 7-bit weights: no int16 saturation on CPUs without VNNI (module docstring)
     fuse: bool = False  # onnxruntime.transformers BERT fusion (QAttention) before quantizing: slower here
+    embeddings: bool = True  # quantize the embedding tables too (Gather; one scale per table)
+    # keep in fp32 the weight MatMuls whose input reaches this many times its 99.9th percentile on the
+    # calibration sentences (int8_outliers.py); 0 quantizes every weight MatMul
+    outlier_ratio: float = 12.0
 
 
 def sentence_graph(encoder):
@@ -123,8 +132,11 @@ def export_fp32(encoder, path: Path) -> None:
         encoder.train(was_training)
 
 
-def quantize_int8(src: Path, dst: Path, options: Int8Options, num_heads: int, hidden: int) -> None:
-    """Dynamic int8 quantization of `src` into `dst` (optionally after onnxruntime's BERT fusion)."""
+def quantize_int8(
+    src: Path, dst: Path, options: Int8Options, num_heads: int, hidden: int, keep_fp32: Sequence[str] = ()
+) -> None:
+    """Dynamic int8 quantization of `src` into `dst` (optionally after onnxruntime's BERT fusion);
+    the MatMul nodes named in `keep_fp32` stay fp32."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -143,6 +155,8 @@ def quantize_int8(src: Path, dst: Path, options: Int8Options, num_heads: int, hi
             weight_type=QuantType.QInt8,
             per_channel=options.per_channel,
             reduce_range=options.reduce_range,
+            op_types_to_quantize=["MatMul", "Attention"] + (["Gather"] if options.embeddings else []),
+            nodes_to_exclude=list(keep_fp32),
             # onnxruntime's contrib ops (fused graphs) have no ONNX shape inference; their outputs are fp32
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
@@ -216,9 +230,18 @@ def export_onnx(
     with atomic_directory(out) as tmp:
         fp32 = tmp / ("fp32.onnx" if options else MODEL_FILE)
         export_fp32(encoder, fp32)
+        keep_fp32: dict[str, float] = {}
         if options:
             cfg = encoder.model.config
-            quantize_int8(fp32, tmp / MODEL_FILE, options, cfg.num_attention_heads, cfg.hidden_size)
+            if options.outlier_ratio > 0 and not options.fuse:  # fused graphs rename their MatMuls
+                from sentkit.encoders.int8_outliers import outlier_matmuls
+
+                keep_fp32 = outlier_matmuls(
+                    fp32, encoder.tokenizer, encoder.prefix, encoder.max_length, options.outlier_ratio
+                )
+            quantize_int8(
+                fp32, tmp / MODEL_FILE, options, cfg.num_attention_heads, cfg.hidden_size, list(keep_fp32)
+            )
             for scratch in ("fp32.onnx", "fused.onnx"):
                 (tmp / scratch).unlink(missing_ok=True)
         encoder.tokenizer.save_pretrained(tmp)
@@ -234,7 +257,13 @@ def export_onnx(
             "pad_token_id": int(encoder.tokenizer.pad_token_id or 0),
             "languages": list(encoder.languages) if encoder.languages is not None else None,
             "source": source or encoder.name,
-            "int8": None if options is None else {"method": "onnxruntime quantize_dynamic", **vars(options)},
+            "int8": None
+            if options is None
+            else {
+                "method": "onnxruntime quantize_dynamic",
+                **vars(options),
+                "fp32_matmuls": {name: round(ratio, 2) for name, ratio in keep_fp32.items()},
+            },
             "opset": OPSET,
             "versions": export_versions(),
             "sha256": sha256_file(tmp / MODEL_FILE),

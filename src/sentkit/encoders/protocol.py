@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from tqdm.auto import tqdm
+
+# length_sorted_batches tokenizes and sorts this many sentences at a time (bounds the token ids held)
+SORT_WINDOW = 16384
 
 
 @runtime_checkable
@@ -47,3 +51,34 @@ def tokenize_window(tokenizer, texts: Sequence[str], max_length: int, **kwargs):
             for j, i in enumerate(cut):
                 features[key][i] = again[key][j]
     return features, cut
+
+
+def length_sorted_batches(
+    encoder, sentences: Sequence[str], batch_size: int, show_progress: bool = False
+) -> Iterator[tuple[np.ndarray, dict, np.ndarray, int]]:
+    """The batches an encoder runs: `(positions, features, rows, width)` per batch, longest first.
+
+    Sentences are prefixed with `encoder.prefix`, tokenized a window at a time (truncating at
+    `encoder.max_length`; cut inputs are added to `encoder.truncated` / `truncated_texts`) and sorted by
+    token count, so a batch pads little. `features` is the window's unpadded tokenizer output, `rows` the
+    batch's indices into it, `positions` the same rows as indices into `sentences`, `width` the longest row.
+    """
+    batch_size = check_batch_size(batch_size)
+    window = max(batch_size, SORT_WINDOW // batch_size * batch_size)
+    with tqdm(
+        total=-(-len(sentences) // batch_size),
+        desc=f"encode {encoder.name}",
+        disable=not show_progress,
+        leave=False,
+    ) as bar:
+        for first in range(0, len(sentences), window):
+            texts = [encoder.prefix + s for s in sentences[first : first + window]]
+            features, cut = tokenize_window(encoder.tokenizer, texts, encoder.max_length)
+            encoder.truncated += len(cut)
+            encoder.truncated_texts.update(sentences[first + i] for i in cut)
+            lengths = np.array([len(ids) for ids in features["input_ids"]])
+            order = np.argsort(-lengths, kind="stable")
+            for start in range(0, len(texts), batch_size):
+                rows = order[start : start + batch_size]
+                yield first + rows, features, rows, int(lengths[rows].max())
+                bar.update()

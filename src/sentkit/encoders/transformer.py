@@ -10,15 +10,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_directory
-from sentkit.encoders.protocol import check_batch_size, tokenize_window
+from sentkit.encoders.protocol import check_batch_size, length_sorted_batches
 
 POOLINGS = ("cls", "cls_mlp", "mean")
 LANGUAGES_FILE = "sentkit_languages.json"  # the training languages an encoder declares, saved beside it
-# encode() sorts this many sentences at a time by token length (bounds the memory of holding token ids)
-_SORT_WINDOW = 16384
 
 
 class TransformerEncoder(nn.Module):
@@ -137,29 +134,13 @@ class TransformerEncoder(nn.Module):
         self.eval()
         out = np.empty((len(sentences), self.dim), dtype=np.float32)
         device = self.device
-        # tokenize a window of sentences once, then sort it by token count (not characters)
-        window = max(batch_size, _SORT_WINDOW // batch_size * batch_size)
-        bar = tqdm(
-            total=-(-len(sentences) // batch_size),
-            desc=f"encode {self.name}",
-            disable=not show_progress,
-            leave=False,
-        )
-        for first in range(0, len(sentences), window):
-            texts = [self.prefix + s for s in sentences[first : first + window]]
-            features, cut = tokenize_window(self.tokenizer, texts, self.max_length)
-            self.truncated += len(cut)
-            self.truncated_texts.update(sentences[first + i] for i in cut)
-            lengths = np.array([len(ids) for ids in features["input_ids"]])
-            order = np.argsort(-lengths, kind="stable")
-            for start in range(0, len(texts), batch_size):
-                idx = order[start : start + batch_size]
-                batch = self._pad(features, idx, int(lengths[idx].max()))
-                if device.type != "cpu":
-                    batch = {k: v.to(device) for k, v in batch.items()}
-                out[first + idx] = self.forward(batch).float().cpu().numpy()
-                bar.update()
-        bar.close()
+        for positions, features, rows, width in length_sorted_batches(
+            self, sentences, batch_size, show_progress
+        ):
+            batch = self._pad(features, rows, width)
+            if device.type != "cpu":
+                batch = {k: v.to(device) for k, v in batch.items()}
+            out[positions] = self.forward(batch).float().cpu().numpy()
         if was_training:
             self.train()
         return out

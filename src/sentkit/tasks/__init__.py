@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from functools import partial
 
 from sentkit.registry import Registry
 from sentkit.tasks.task import Task
@@ -27,7 +29,6 @@ TASKS.add("jacsts-dev", jacsts_dev)
 TASKS.add("alignment-uniformity", alignment_uniformity_task)
 # --- end sts ---
 # --- clustering+bitext ---
-from functools import partial  # noqa: E402
 
 from sentkit.tasks.bitext import bucc, tatoeba  # noqa: E402
 from sentkit.tasks.clustering import (  # noqa: E402
@@ -99,15 +100,22 @@ SUITES["all"] = [
 ]
 
 
-def get_task(name: str, **kwargs) -> Task:
+def get_task(name: str, options: dict | None = None, **kwargs) -> Task:
     """Build a registered task; kwargs (langs, data_root, batch_size) go to its factory.
 
+    `options` are settings only some tasks have (`{"kmeans": "faiss"}` for the clustering tasks): each
+    goes to the factories that take a keyword of that name, and the other tasks build as usual.
     A name with a `:` is a file-backed task on the user's files (`sts:pairs.tsv`; see user_tasks.py)."""
     if ":" in name:
         from sentkit.tasks.user_tasks import user_task
 
-        return user_task(name, **kwargs)
-    return TASKS.get(name)(**kwargs)
+        factory = partial(user_task, name)
+    else:
+        factory = TASKS.get(name)
+    if options:
+        accepted = inspect.signature(factory).parameters
+        kwargs.update({key: value for key, value in options.items() if key in accepted})
+    return factory(**kwargs)
 
 
 def resolve_tasks(spec: str | list[str]) -> list[str]:

@@ -109,23 +109,39 @@ def ratio_margin(cos: np.ndarray, x_knn_mean: np.ndarray, y_knn_mean: np.ndarray
     return cos / ((x_knn_mean + y_knn_mean) / 2)
 
 
+KnnSearch = Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+def mutual_neighbours(
+    x: np.ndarray, y: np.ndarray, k: int = MARGIN_K, knn: KnnSearch = cosine_knn
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x_sims, x_nn, y_sims, y_nn): the k nearest y of each x and the k nearest x of each y.
+
+    `knn(queries, keys, k) -> (sims, indices)` is the exact cosine search (a GPU one in bench/bitext_mining.py).
+    Both scorings of `mine_pairs` read the same neighbours, so a caller that mines with both searches once.
+    """
+    x_sims, x_nn = knn(x, y, k)  # (nx, k): y neighbours of each x
+    y_sims, y_nn = knn(y, x, k)  # (ny, k): x neighbours of each y
+    return x_sims, x_nn, y_sims, y_nn
+
+
 def mine_pairs(
     x: np.ndarray,
     y: np.ndarray,
     scoring: str = "margin",
     k: int = MARGIN_K,
-    knn: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = cosine_knn,
+    knn: KnnSearch = cosine_knn,
+    neighbours: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One-to-one candidate pairs (x rows, y rows, scores), best score first.
 
     Each x proposes its best y among its k nearest neighbours and each y its best x ("max" retrieval);
     the proposals are taken greedily by score, skipping any whose x or y is already paired.
-    `knn(queries, keys, k) -> (sims, indices)` is the exact cosine search (a GPU one in bench/bitext_mining.py).
+    `neighbours` are `mutual_neighbours(x, y, k, knn)` when already computed (then `k` and `knn` are unused).
     """
     if scoring not in ("cosine", "margin"):
         raise ValueError(f"scoring must be 'cosine' or 'margin', got {scoring!r}")
-    x_sims, x_nn = knn(x, y, k)  # (nx, k): y neighbours of each x
-    y_sims, y_nn = knn(y, x, k)  # (ny, k): x neighbours of each y
+    x_sims, x_nn, y_sims, y_nn = neighbours if neighbours is not None else mutual_neighbours(x, y, k, knn)
     if scoring == "margin":
         x_mean, y_mean = x_sims.mean(axis=1), y_sims.mean(axis=1)  # (nx,), (ny,)
         x_scores = ratio_margin(x_sims, x_mean[:, None], y_mean[x_nn])  # (nx, k)
@@ -200,16 +216,18 @@ def two_fold_f1(
     return float(p), float(r), float(f), (thresholds[0], thresholds[1])
 
 
-def bucc_scores(sample: BuccSample, x: np.ndarray, y: np.ndarray, scoring: str, seed: int = 0) -> dict:
+def bucc_scores(
+    sample: BuccSample, x: np.ndarray, y: np.ndarray, scoring: str, seed: int = 0, neighbours=None
+) -> dict:
     """Mine `sample` from vectors of its unique source (`x`) and English (`y`) texts; two-fold P/R/F1.
 
     Mining runs over distinct texts; a mined text pair stands for every id pair carrying those texts (as
-    LASER's BUCC scripts map sentences back to ids).
+    LASER's BUCC scripts map sentences back to ids). `neighbours`: `mutual_neighbours(x, y)`, if computed.
     """
     src_texts, trg_texts = _unique(sample.src_sentences), _unique(sample.trg_sentences)
     src_ids_of = _ids_by_text(sample.src_ids, sample.src_sentences)
     trg_ids_of = _ids_by_text(sample.trg_ids, sample.trg_sentences)
-    text_src, text_trg, text_score = mine_pairs(x, y, scoring)
+    text_src, text_trg, text_score = mine_pairs(x, y, scoring, neighbours=neighbours)
     src_row = {sid: i for i, sid in enumerate(sample.src_ids)}
     gold = set(sample.gold)
     src, scores, correct = [], [], []
@@ -263,8 +281,9 @@ class BuccTask(Task):
             start = time.perf_counter()
             x = encode_unique(encoder, sample.src_sentences, self.batch_size).vectors  # (n_src_texts, dim)
             y = encode_unique(encoder, sample.trg_sentences, self.batch_size).vectors  # (n_trg_texts, dim)
+            neighbours = mutual_neighbours(x, y)  # one search serves both scorings
             for scoring in ("cosine", "margin"):
-                result = bucc_scores(sample, x, y, scoring, self.seed)
+                result = bucc_scores(sample, x, y, scoring, self.seed, neighbours)
                 scores[f"{pair}_{scoring}"] = result["f1"]
                 scores[f"{pair}_{scoring}_precision"] = result["precision"]
                 scores[f"{pair}_{scoring}_recall"] = result["recall"]
