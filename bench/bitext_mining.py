@@ -16,14 +16,16 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-from sentkit.atomic import atomic_write_json
-from sentkit.provenance import machine_info, package_versions
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import provenance, write_result  # noqa: E402
+
 from sentkit.tasks.bitext import MARGIN_K, best_threshold, mine_pairs, prf_at_threshold
 from sentkit.tasks.vectors import l2_normalize
 
@@ -179,13 +181,9 @@ def main(argv: list[str] | None = None) -> dict:
         "gpus": n_gpus,
         "runs": runs,
         "load_average_1min": os.getloadavg()[0],
-        "versions": {**package_versions(), "faiss": faiss.__version__},
-        "machine": machine_info(),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **provenance(faiss=faiss.__version__),
     }
-    atomic_write_json(args.out, result)
-    print(f"wrote {args.out}")
-    return result
+    return write_result(args.out, result)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -23,10 +24,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from sentkit.atomic import atomic_write_json  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import provenance, speed_rows, write_result  # noqa: E402
+
 from sentkit.datasets.root import data_file  # noqa: E402
 from sentkit.errors import DataFormatError  # noqa: E402
-from sentkit.provenance import machine_info, package_versions  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "encode_speed.json"
 
@@ -111,15 +113,7 @@ def main(argv: list[str] | None = None) -> dict:
             )
 
     n = len(sentences)
-    rows = {
-        name: {
-            "best_sent_per_s": n / min(secs),
-            "median_sent_per_s": n / statistics.median(secs),
-            "seconds": secs,
-            "cpu_seconds": cpu_seconds[name],
-        }
-        for name, secs in seconds.items()
-    }
+    rows = speed_rows(seconds, cpu_seconds, n)
     max_abs_diff = float(np.abs(vectors["sentkit"] - vectors["sentence-transformers"]).max())
     result = {
         "model": model_dir,
@@ -139,9 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         / statistics.median(cpu_seconds["sentkit"]),
         "max_abs_diff_vectors": max_abs_diff,
         "load_average_1min": {"before": load_before, "after": load_average()},
-        "versions": package_versions(),
-        "machine": machine_info(),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **provenance(),
     }
 
     print(f"\n{n} sentences, batch {args.batch_size}, {result['threads']} threads, cpu fp32")
@@ -152,9 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"ratio sentkit / sentence-transformers: best {result['ratio_best']:.3f}x, "
         f"median {result['ratio_median']:.3f}x, median CPU time {result['ratio_median_cpu']:.3f}x; max |diff| of vectors {max_abs_diff:.2e}"
     )
-    atomic_write_json(args.out, result)
-    print(f"wrote {args.out}")
-    return result
+    return write_result(args.out, result)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,9 +42,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import speed_rows, write_result  # noqa: E402
 from encode_speed import load_average, stsb_test_sentences  # noqa: E402
 
-from sentkit.atomic import atomic_write_json  # noqa: E402
 from sentkit.provenance import machine_info, package_versions  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -216,17 +215,7 @@ def interleaved(
             print(f"  {rep + 1}/{repeats} {name:<24} {len(sentences) / secs:8.1f} sent/s", flush=True)
         if between_rounds is not None:
             between_rounds()
-    n = len(sentences)
-    timings = {
-        name: {
-            "best_sent_per_s": n / min(secs),
-            "median_sent_per_s": n / statistics.median(secs),
-            "seconds": secs,
-            "cpu_seconds": cpu[name],
-        }
-        for name, secs in seconds.items()
-    }
-    return timings, vectors
+    return speed_rows(seconds, cpu, len(sentences)), vectors
 
 
 def sentkit_runner(encoder, batch_size: int):
@@ -583,9 +572,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\n{len(sentences)} sentences, batch {args.batch_size}, {args.threads} threads")
     for res in results.values():
         print_model(res)
-    atomic_write_json(args.out, out)
-    print(f"wrote {args.out}")
-    return out
+    return write_result(args.out, out)
 
 
 if __name__ == "__main__":

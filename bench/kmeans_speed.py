@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -23,8 +24,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from sentkit.atomic import atomic_write_json  # noqa: E402
-from sentkit.provenance import machine_info, package_versions  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import provenance, write_result  # noqa: E402
+
 from sentkit.tasks.clustering import (  # noqa: E402
     FAISS_NITER,
     N_INIT,
@@ -156,13 +158,9 @@ def main(argv: list[str] | None = None) -> dict:
         "faiss_niter": FAISS_NITER,
         "sets": results,
         "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
-        "versions": package_versions(),
-        "machine": machine_info(),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **provenance(),
     }
-    atomic_write_json(args.out, result)
-    print(f"wrote {args.out}")
-    return result
+    return write_result(args.out, result)
 
 
 if __name__ == "__main__":
