@@ -75,3 +75,18 @@ def test_int8_bench_flops_and_interleaved_rounds():
     assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]  # warm-up, then rounds in alternating order
     assert len(probes) == 3 and timings["a"]["best_sent_per_s"] == timings["a"]["median_sent_per_s"] == 20.0
     assert vectors["b"].shape == (10, 2)
+
+
+def test_onnx_op_profile_sums_kernel_time_per_operator(tmp_path):
+    pytest.importorskip("onnxruntime")
+    profile = _bench("onnx_op_profile")
+    trace = [
+        {"cat": "Session", "name": "model_run", "dur": 999},
+        {"cat": "Node", "name": "/l0/MatMul_kernel_time", "dur": 30, "args": {"op_name": "MatMul"}},
+        {"cat": "Node", "name": "/l0/MatMul_fence_before", "dur": 5, "args": {"op_name": "MatMul"}},
+        {"cat": "Node", "name": "/l1/MatMul_kernel_time", "dur": 40, "args": {"op_name": "MatMul"}},
+        {"cat": "Node", "name": "/l0/Softmax_kernel_time", "dur": 10, "args": {"op_name": "Softmax"}},
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(trace))
+    assert profile.kernel_time_by_op(str(path)) == {"MatMul": 70, "Softmax": 10}  # largest first, fences out
