@@ -24,8 +24,9 @@ import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 from sentkit.atomic import atomic_write_json  # noqa: E402
+from sentkit.cache import cache_root  # noqa: E402
 from sentkit.datasets.root import data_file  # noqa: E402
-from sentkit.encoders.e5_q4 import SOURCE_FILE, cache_root, load_e5_small  # noqa: E402
+from sentkit.encoders.e5_q4 import SOURCE_FILE, load_e5_small  # noqa: E402
 from sentkit.errors import DataFormatError  # noqa: E402
 from sentkit.provenance import machine_info, package_versions  # noqa: E402
 

@@ -308,7 +308,8 @@ def model_dir_of(name: str) -> Path:
 
         return minilm_en_dir()
     if name == "e5-small-m":
-        from sentkit.encoders.e5_q4 import CACHE_NAME, cache_root
+        from sentkit.cache import cache_root
+        from sentkit.encoders.e5_q4 import CACHE_NAME
 
         return anchor_readable(cache_root() / CACHE_NAME, BENCH / "out" / "anchor-models" / name)
     return Path(name)

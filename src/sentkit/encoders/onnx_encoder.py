@@ -16,14 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.atomic import atomic_write_json
+from sentkit.cache import cache_lock, cache_root, package_version, read_json_object, sha256_file
 from sentkit.encoders.onnx_export import (
     META_FILE,
     Int8Options,
     export_onnx,
     export_versions,
-    package_version,
     require_onnx,
-    sha256_file,
 )
 from sentkit.encoders.protocol import length_sorted_batches
 from sentkit.errors import DataFormatError, InvalidArgument
@@ -121,8 +120,6 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
     The folder ($SENTKIT_CACHE/onnx/<name>-<variant>) is exported again when the source weights, sentkit,
     torch, transformers, onnx or onnxruntime change; loading it afterwards needs no torch model.
     """
-    from sentkit.encoders.e5_q4 import _cache_lock, cache_root
-
     if variant not in VARIANTS:
         raise InvalidArgument(
             f"model suffix @{variant}: expected one of {', '.join('@' + v for v in VARIANTS)}"
@@ -138,8 +135,8 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
     options = vars(Int8Options()) if variant == "int8" else None  # new defaults mean a new export
     key = {"model": name, "variant": variant, "source": source, "int8": options, **export_versions()}
     stamp = folder / "sentkit_cache_key.json"
-    with _cache_lock(folder):
-        recorded = _read_json(stamp)
+    with cache_lock(folder):
+        recorded = read_json_object(stamp)
         if rebuild or recorded is None or recorded.get("key") != key or not _intact(folder):
             from sentkit.encoders import load_encoder
             from sentkit.encoders.transformer import TransformerEncoder
@@ -158,17 +155,9 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
 
 def _intact(folder: Path) -> bool:
     """The model file still has the checksum recorded at export (a truncated copy is exported again)."""
-    meta = _read_json(folder / META_FILE)
+    meta = read_json_object(folder / META_FILE)
     model = folder / str((meta or {}).get("model_file", ""))
     return meta is not None and model.is_file() and sha256_file(model) == meta.get("sha256")
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        value = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def is_onnx_folder(path: Path) -> bool:

@@ -19,7 +19,6 @@ MiniLM's).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.metadata
 import importlib.util
 import inspect
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.atomic import atomic_directory, check_writable_dir
+from sentkit.cache import package_version, sha256_file
 from sentkit.errors import OutputPathError
 
 MODEL_FILE = "model.onnx"
@@ -176,21 +176,6 @@ def _quiet_preprocessing_hint():
         yield
     finally:
         root.removeFilter(drop)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def package_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def export_versions() -> dict[str, str | int]:
