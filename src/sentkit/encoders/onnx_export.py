@@ -31,6 +31,7 @@ from pathlib import Path
 
 from sentkit.atomic import atomic_directory, check_writable_dir
 from sentkit.cache import package_version, sha256_file
+from sentkit.encoders.int8_outliers import DEFAULT_THRESHOLD, outlier_matmuls
 from sentkit.errors import OutputPathError
 
 MODEL_FILE = "model.onnx"
@@ -51,7 +52,7 @@ class Int8Options:
     embeddings: bool = True  # quantize the embedding tables too (Gather; one scale per table)
     # keep in fp32 the weight MatMuls whose input reaches this many times its 99.9th percentile on the
     # calibration sentences (int8_outliers.py); 0 quantizes every weight MatMul
-    outlier_ratio: float = 12.0
+    outlier_ratio: float = DEFAULT_THRESHOLD
 
 
 def sentence_graph(encoder):
@@ -219,8 +220,6 @@ def export_onnx(
         if options:
             cfg = encoder.model.config
             if options.outlier_ratio > 0 and not options.fuse:  # fused graphs rename their MatMuls
-                from sentkit.encoders.int8_outliers import outlier_matmuls
-
                 keep_fp32 = outlier_matmuls(
                     fp32, encoder.tokenizer, encoder.prefix, encoder.max_length, options.outlier_ratio
                 )
