@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from sentkit.atomic import atomic_directory
+from sentkit.encoders.attention import attention_implementation, inference_attention
 from sentkit.encoders.protocol import check_batch_size, length_sorted_batches
 
 POOLINGS = ("cls", "cls_mlp", "mean")
@@ -125,7 +126,8 @@ class TransformerEncoder(nn.Module):
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        """Vectors in input order; batches hold sentences of similar token length, so little padding.
+        """Vectors in input order; batches hold sentences of similar token length, so little padding,
+        and short CPU batches run eager attention (faster there than SDPA, see encoders/attention.py).
 
         Inputs longer than `max_length` tokens are cut there and recorded in `truncated_texts`.
         """
@@ -140,7 +142,8 @@ class TransformerEncoder(nn.Module):
             batch = self._pad(features, rows, width)
             if device.type != "cpu":
                 batch = {k: v.to(device) for k, v in batch.items()}
-            out[positions] = self.forward(batch).float().cpu().numpy()
+            with attention_implementation(self.model, inference_attention(self.model, width, device)):
+                out[positions] = self.forward(batch).float().cpu().numpy()
         if was_training:
             self.train()
         return out
