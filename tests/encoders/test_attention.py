@@ -24,6 +24,15 @@ def test_inference_attention_rule():
     assert inference_attention(model, 8, torch.device("cuda")) is None  # a GPU keeps its fused kernel
     model.set_attn_implementation("eager")
     assert inference_attention(model, 8, cpu) is None  # nothing to switch
+    model.set_attn_implementation("sdpa")
+
+    class Fixed(type(model)):  # a model class written before transformers' attention interface
+        @classmethod
+        def _can_set_attn_implementation(cls) -> bool:
+            return False
+
+    model.__class__ = Fixed
+    assert inference_attention(model, 8, cpu) is None
     assert inference_attention(torch.nn.Linear(2, 2), 8, cpu) is None  # not a transformers model
 
 

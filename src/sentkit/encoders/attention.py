@@ -10,6 +10,7 @@ than plain matmul + softmax ("eager"): measured on 2 cores for a (64, 12 heads, 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,14 @@ def inference_attention(model, width: int, device: torch.device) -> str | None:
     """The attention to run a batch `width` tokens wide for inference: eager for short CPU batches of a
     model configured with SDPA, else None (keep the model's own choice, e.g. flash attention on a GPU)."""
     before = getattr(getattr(model, "config", None), "_attn_implementation", None)
-    if device.type == "cpu" and before == "sdpa" and width <= EAGER_MAX_TOKENS:
+    if device.type == "cpu" and before == "sdpa" and width <= EAGER_MAX_TOKENS and _switchable(type(model)):
         return "eager"
     return None
+
+
+@functools.cache
+def _switchable(model_class: type) -> bool:
+    """Whether transformers can switch this model class's attention at run time (models written before its
+    attention interface cannot, and would log a warning per batch); asked once per class."""
+    check = getattr(model_class, "_can_set_attn_implementation", None)
+    return bool(check()) if callable(check) else hasattr(model_class, "set_attn_implementation")
