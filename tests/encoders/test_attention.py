@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
 
 from conftest import make_tiny_encoder
-from sentkit.encoders.attention import EAGER_MAX_TOKENS, attention_implementation, inference_attention
+from sentkit.encoders.attention import (
+    EAGER_MAX_TOKENS,
+    attention_implementation,
+    inference_attention,
+    short_batch_attention,
+)
 
 
 def _sdpa_encoder():
@@ -69,3 +76,22 @@ def test_encode_runs_short_batches_eager_long_ones_sdpa_with_the_same_vectors(mo
     with torch.no_grad():  # the whole input through SDPA in one batch, pooled by forward()
         want = enc(enc.tokenize(short + long)).numpy()
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_a_switched_batch_holds_other_threads_off_the_model():
+    model = _sdpa_encoder().model
+    cpu = torch.device("cpu")
+    seen: list[str] = []
+
+    def long_batch():
+        with short_batch_attention(model, EAGER_MAX_TOKENS + 1, cpu):
+            seen.append(model.config._attn_implementation)
+
+    with short_batch_attention(model, 8, cpu):
+        assert model.config._attn_implementation == "eager"
+        other = threading.Thread(target=long_batch)
+        other.start()
+        other.join(timeout=0.3)
+        assert other.is_alive() and seen == []  # waits: it would otherwise run its SDPA batch on eager
+    other.join(timeout=10)
+    assert seen == ["sdpa"]

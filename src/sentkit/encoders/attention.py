@@ -5,12 +5,20 @@ than plain matmul + softmax ("eager"): measured on 2 cores for a (64, 12 heads, 
 0.5-4 ms per layer against SDPA's 3-10 ms for L <= 64, while SDPA wins from L ~ 96 on (48 vs 172 ms at
 256), where eager also holds the full (batch, heads, L, L) score tensor. Encoding STS-B test sentences
 (18.5 tokens on average) with e5-small-m, SDPA's kernel was 13% of the time and eager's attention 4%.
+
+The implementation is a setting of the shared model config, and transformers builds a different mask
+for each (a float additive mask for eager, a boolean one for SDPA), so a forward that saw the setting
+change half-way would mix them. `short_batch_attention` therefore runs every CPU batch of a switchable
+model under one lock per model: threads encoding with the same model take turns (on CPU they compete
+for the same cores anyway) and never see another's setting.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -47,6 +55,29 @@ def inference_attention(model, width: int, device: torch.device) -> str | None:
     if device.type == "cpu" and before == "sdpa" and width <= EAGER_MAX_TOKENS and _switchable(type(model)):
         return "eager"
     return None
+
+
+@contextlib.contextmanager
+def short_batch_attention(model, width: int, device: torch.device) -> Iterator[None]:
+    """Run one inference batch `width` tokens wide with the attention `inference_attention` picks,
+    holding the model's lock on CPU (see the module docstring); elsewhere a no-op."""
+    if device.type != "cpu" or not _switchable(type(model)):
+        yield
+        return
+    with _lock_of(model), attention_implementation(model, inference_attention(model, width, device)):
+        yield
+
+
+_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its lock, gone with the model
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_of(model) -> threading.Lock:
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(model)
+        if lock is None:
+            lock = _LOCKS[model] = threading.Lock()
+        return lock
 
 
 @functools.cache

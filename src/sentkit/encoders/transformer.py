@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from sentkit.atomic import atomic_directory
-from sentkit.encoders.attention import attention_implementation, inference_attention
+from sentkit.encoders.attention import short_batch_attention
 from sentkit.encoders.protocol import check_batch_size, length_sorted_batches
 
 POOLINGS = ("cls", "cls_mlp", "mean")
@@ -142,7 +142,7 @@ class TransformerEncoder(nn.Module):
             batch = self._pad(features, rows, width)
             if device.type != "cpu":
                 batch = {k: v.to(device) for k, v in batch.items()}
-            with attention_implementation(self.model, inference_attention(self.model, width, device)):
+            with short_batch_attention(self.model, width, device):
                 out[positions] = self.forward(batch).float().cpu().numpy()
         if was_training:
             self.train()
