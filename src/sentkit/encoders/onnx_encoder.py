@@ -18,13 +18,14 @@ import numpy as np
 from sentkit.atomic import atomic_write_json
 from sentkit.cache import cache_lock, cache_root, package_version, read_json_object, sha256_file
 from sentkit.encoders.onnx_export import (
+    INPUTS,
     META_FILE,
     Int8Options,
     export_onnx,
     export_versions,
     require_onnx,
 )
-from sentkit.encoders.protocol import length_sorted_batches
+from sentkit.encoders.protocol import length_sorted_batches, padded_batch
 from sentkit.errors import DataFormatError, InvalidArgument
 
 VARIANTS = ("onnx", "int8")  # the `NAME@variant` suffixes load_encoder understands
@@ -81,13 +82,9 @@ class OnnxEncoder:
         for positions, features, rows, width in length_sorted_batches(
             self, sentences, batch_size, show_progress
         ):
-            ids = np.full((len(rows), width), pad, dtype=np.int64)  # (batch, seq), right-padded
-            mask = np.zeros((len(rows), width), dtype=np.int64)  # (batch, seq)
-            for r, i in enumerate(rows):
-                n = len(features["input_ids"][i])
-                ids[r, :n] = features["input_ids"][i]
-                mask[r, :n] = 1
-            out[positions] = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            # right-padded whatever the tokenizer's side: the graph pools [CLS] from position 0
+            feed = padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
+            out[positions] = self.session.run(None, feed)[0]
         return out
 
 

@@ -82,3 +82,28 @@ def length_sorted_batches(
                 rows = order[start : start + batch_size]
                 yield first + rows, features, rows, int(lengths[rows].max())
                 bar.update()
+
+
+def padded_batch(
+    features,
+    rows: np.ndarray,
+    width: int,
+    fill: dict[str, int],
+    left: bool = False,
+    keys: Sequence[str] = ("input_ids", "attention_mask", "token_type_ids"),
+) -> dict[str, np.ndarray]:
+    """Rows `rows` of unpadded tokenizer output as (len(rows), width) int64 arrays, one per key present;
+    padding is `fill[key]` (0 when not given), on the left when `left`, as a tokenizer pads."""
+    batch = {}
+    for key in keys:
+        if key not in features:
+            continue
+        out = np.full((len(rows), width), fill.get(key, 0), dtype=np.int64)  # (batch, seq)
+        for r, i in enumerate(rows):
+            values = features[key][i]
+            if left:
+                out[r, width - len(values) :] = values
+            else:
+                out[r, : len(values)] = values
+        batch[key] = out
+    return batch

@@ -13,7 +13,7 @@ from torch import nn
 
 from sentkit.atomic import atomic_directory
 from sentkit.encoders.attention import short_batch_attention
-from sentkit.encoders.protocol import check_batch_size, length_sorted_batches
+from sentkit.encoders.protocol import check_batch_size, length_sorted_batches, padded_batch
 
 POOLINGS = ("cls", "cls_mlp", "mean")
 LANGUAGES_FILE = "sentkit_languages.json"  # the training languages an encoder declares, saved beside it
@@ -155,19 +155,7 @@ class TransformerEncoder(nn.Module):
             "token_type_ids": getattr(self.tokenizer, "pad_token_type_id", 0),
         }
         left = self.tokenizer.padding_side == "left"
-        batch = {}
-        for key in ("input_ids", "attention_mask", "token_type_ids"):
-            if key not in features:
-                continue
-            rows = np.full((len(idx), length), fill.get(key, 0), dtype=np.int64)  # (batch, seq)
-            for r, i in enumerate(idx):
-                values = features[key][i]
-                if left:
-                    rows[r, length - len(values) :] = values
-                else:
-                    rows[r, : len(values)] = values
-            batch[key] = torch.from_numpy(rows)
-        return batch
+        return {k: torch.from_numpy(v) for k, v in padded_batch(features, idx, length, fill, left).items()}
 
     # ---- saving ---------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
