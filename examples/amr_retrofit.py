@@ -35,7 +35,7 @@ TEXT_MODELS = ("muse-m", "e5-small-m")
 STS_TASKS = (("stsb", None), ("sts17", ["en-en"]))
 TRANSFER_TASKS = (("xnli", ["en"]), ("pawsx", ["en", "ja"]), ("qam", ["en"]), ("marc", ["en", "ja"]))
 # The paper's own tables (mUSE / mUSE + AMR). We could not retrieve them offline (the search tool returned
-# only the paper's introduction), so they stay None rather than guessed; see the README.
+# only the paper's introduction), so they stay None rather than guessed; see docs/methods/amr.md.
 PAPER = {"source": "Cai et al. 2022, Tables 2-4", "numbers": None}
 
 

@@ -19,7 +19,7 @@ _NOT_A_LANGUAGE = {"main_score", "all", "seen"}
 
 # ---- inputs -----------------------------------------------------------------------------------------------
 def is_run_dir(path: str | Path) -> bool:
-    """A training run directory (see README "The run directory"): has metrics.jsonl or checkpoints."""
+    """A training run directory (docs/training.md, "The run directory"): has metrics.jsonl or checkpoints."""
     path = Path(path)
     return path.is_dir() and ((path / "metrics.jsonl").is_file() or any(path.glob("checkpoint-*")))
 

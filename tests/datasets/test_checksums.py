@@ -50,7 +50,7 @@ MANIFEST_LINES = {
     "sts-ja/JSTS/JSTS-train.csv": 5000,
     "sts-ja/JSTS/JSTS-test.csv": 5000,
     "sts-ja/JSTS/JSTS-dev.csv": 1457,
-    # MANIFEST says 183 / 3481; the files hold 184 / 3482 data rows and no header (README's note)
+    # MANIFEST says 183 / 3481; the files hold 184 / 3482 data rows and no header (docs/evaluation.md)
     "sts-ja/JAC-STS/JAC-sts-dev.csv": 184,
     "sts-ja/JAC-STS/JAC-sts-test.csv": 3482,
 }

