@@ -314,3 +314,36 @@ def test_a_task_whose_record_json_cannot_hold_fails_alone(tmp_path, monkeypatch,
     res = evaluate(_OneHotEncoder(), ["_t-odd", "_t-first"], out=tmp_path, show_progress=False)
     assert res["errors"]["_t-odd"] == {"type": "TypeError", "message": "not JSON serialisable: object"}
     assert list(_strict_json(next(tmp_path.glob("*.json")))["tasks"]) == ["_t-first"]
+
+
+def test_results_table_escapes_names_from_user_data():
+    results = {
+        "model": "m|x\n# not a heading",
+        "tasks": {
+            "sts:a|b.tsv": {
+                "main_score": 50.0,
+                "scores": {"main_score": 50.0, "en|de": 40.0},
+                "wall_s": 1.0,
+                "sentences_per_s": None,
+            }
+        },
+        "skipped": {"knn:`c`.tsv": "has no data for de"},
+        "errors": {},
+        "wall_s": 1.0,
+        "seed": 0,
+    }
+    lines = results_table(results).splitlines()
+    assert lines[0] == r"# m\|x # not a heading"
+    assert lines[4] == r"| sts:a\|b.tsv | 50.00 | 1.0 | - |"
+    assert lines[5] == r"| knn:\`c\`.tsv | skipped: has no data for de | | |"
+    assert r"- **sts:a\|b.tsv**: en\|de 40.00" in lines
+
+
+def test_a_malformed_user_file_raises_before_any_task_runs(tmp_path, stub_task):
+    from sentkit.errors import DataFormatError
+
+    bad = tmp_path / "pairs.tsv"
+    bad.write_text("a\tb\t1\nc\td\t\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"pairs\.tsv:2: expected a value in column score"):
+        evaluate(_OneHotEncoder(), [stub_task, f"sts:{bad}"], out=tmp_path / "out", show_progress=False)
+    assert not (tmp_path / "out").exists()  # no results file with the first task's score

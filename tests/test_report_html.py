@@ -169,3 +169,25 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     coloured = np.abs(pixels - pixels.mean(axis=2, keepdims=True)).sum(axis=2) > 0.1
     assert coloured.mean() > 0.003  # the viridis heatmap cells and coloured curves, not a blank or grey page
     assert len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
+
+
+def test_names_from_user_data_are_escaped_in_every_report_file(tmp_path):
+    # a model, task and language name holding what markdown, HTML and matplotlib's mathtext would act on
+    model = "a|b <script>alert(1)</script> `x` $\\frac{$\nsecond line"
+    run = {
+        "model": model,
+        "complete": True,
+        "tasks": {"t|<i>": {"main_score": 50.0, "scores": {"main_score": 50.0, "en|`x`": 40.0}}},
+    }
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    written = write_report([path], tmp_path / "report")
+    table = [line for line in written["markdown"].read_text().splitlines() if line.startswith("|")]
+    assert table[0] == r"| task | a\|b \<script>alert(1)\</script> \`x\` \$\\frac{\$ second line |"
+    assert table[2] == r"| **t\|\<i>** | 50.00 |"
+    assert table[3] == r"| t\|\<i> / en\|\`x\` | 40.00 |"
+    assert all(len(re.split(r"(?<!\\)\|", line)) == 4 for line in table)  # 2 cells in every row
+    page = written["html"].read_text(encoding="utf-8")
+    assert "<script>alert" not in page and "<i>" not in page
+    assert "a|b &lt;script&gt;alert(1)&lt;/script&gt; `x` $\\frac{$\nsecond line" in page
+    assert written["bars"].read_bytes()[:4] == b"\x89PNG"

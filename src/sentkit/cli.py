@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -98,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--format", default="onnx", choices=["onnx"], help="export format")
     exp.add_argument("--int8", action="store_true", help="dynamic int8 quantization (onnxruntime)")
     exp.add_argument("--out", required=True, help="folder to write: model.onnx, tokenizer files, README.md")
-    exp.add_argument("--overwrite", action="store_true", help="replace a non-empty --out folder")
+    exp.add_argument(
+        "--overwrite", action="store_true", help="replace an --out folder that an earlier export wrote"
+    )
 
     rep = sub.add_parser("report", help="compare results files: report.html + markdown table + PNG plots")
     rep.add_argument(
@@ -233,25 +236,34 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise InvalidArgument(f"--data-root {args.data_root}: no such folder")
     from sentkit.evaluate import evaluate, results_table
     from sentkit.tasks import resolve_tasks
+    from sentkit.tasks.user_tasks import read_user_tasks
 
-    if not resolve_tasks(args.tasks):
+    names = resolve_tasks(args.tasks)
+    if not names:
         raise InvalidArgument(f"--tasks {args.tasks!r} names no task; `sentkit tasks` lists them")
     if args.int8 and args.pooling:
         raise InvalidArgument(
             "--pooling cannot be combined with --int8 (the export keeps the model's pooling)"
         )
+    # the user's own files are read and checked whole now (file:line errors), and read only this once
+    prepared = read_user_tasks(names, langs=args.langs, batch_size=args.batch_size)
     kwargs = {"pooling": args.pooling} if args.pooling else {}
     encoder = _load_model(_int8_name(args.model, args.int8), **kwargs)
     results = evaluate(
         encoder,
-        args.tasks,
+        names,
         langs=args.langs,
         out=args.out,
         seed=args.seed,
         batch_size=args.batch_size,
         data_root=args.data_root,
-        extra_config={"model_arg": args.model, "int8": args.int8},
+        extra_config={
+            "model_arg": args.model,
+            "model_absolute": _local_model_path(args.model),
+            "int8": args.int8,
+        },
         task_options={"kmeans": args.kmeans} if args.kmeans != "sklearn" else None,
+        prepared=prepared,
     )
     print(results_table(results))
     print(f"results written to {results['path']}")
@@ -267,6 +279,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _local_model_path(model: str) -> str | None:
+    """The absolute path of a local model folder named by `--model` (avg: prefix and @ suffix allowed)."""
+    name = model.removeprefix("avg:")
+    for candidate in (name, name.rpartition("@")[0]):
+        if candidate and Path(candidate).expanduser().exists():
+            return str(Path(candidate).expanduser().resolve())
+    return None
+
+
 def _cmd_encode(args: argparse.Namespace) -> int:
     import io
 
@@ -274,8 +295,13 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
     from sentkit.atomic import atomic_write_bytes, check_writable_file
     from sentkit.datasets.lines import read_lines
+    from sentkit.errors import InvalidArgument
 
     check_writable_file(args.output)  # before encoding, not after
+    if Path(args.output).exists() and Path(args.input).exists() and os.path.samefile(args.input, args.output):
+        raise InvalidArgument(
+            f"--output {args.output} is the --input file {args.input}; write the vectors to another file"
+        )
     sentences = read_lines(args.input)
     encoder = _load_model(_int8_name(args.model, args.int8))
     vectors = encoder.encode(sentences, batch_size=args.batch_size, show_progress=True)
@@ -417,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _run(argv)
+        with _data_warnings_as_lines():
+            return _run(argv)
     except KeyboardInterrupt as err:
         print(_interrupted_line(err), file=sys.stderr)
         return 130
@@ -434,6 +461,27 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+@contextlib.contextmanager
+def _data_warnings_as_lines():
+    """A DataWarning (valid input that may not measure what the user expects) as one `sentkit: warning:`
+    line on stderr; other warnings print as Python prints them."""
+    import warnings
+
+    from sentkit.errors import DataWarning
+
+    python_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DataWarning):
+            print(f"sentkit: warning: {_one_line(message)}", file=sys.stderr)
+        else:
+            python_show(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _one_line(err: BaseException) -> str:

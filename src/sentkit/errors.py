@@ -52,3 +52,8 @@ class InvalidArgument(SentkitError, ValueError):
 
 class OutputPathError(SentkitError, OSError):
     """An output location that cannot be written (a directory where a file goes, a path under a file)."""
+
+
+class DataWarning(UserWarning):
+    """Input that is valid but may not measure what the user expects (repeated bitext lines): `sentkit`
+    prints it as one `sentkit: warning:` line; the results file records it too."""

@@ -7,7 +7,7 @@ import re
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,11 +15,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_write_json, atomic_write_text, check_writable_dir, find_non_finite, to_json
+from sentkit.datasets.root import data_root as default_data_root
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import InvalidArgument, LanguageNotCovered
+from sentkit.markdown import markdown_text
 from sentkit.provenance import machine_info, package_versions, seed_everything
 from sentkit.tasks import get_task, resolve_tasks
 from sentkit.tasks.task import Task
+from sentkit.tasks.user_tasks import read_user_tasks
 
 
 class _CachingEncoder:
@@ -101,11 +104,14 @@ def evaluate(
     show_progress: bool = True,
     extra_config: dict | None = None,
     task_options: dict | None = None,
+    prepared: Mapping[str, Task] | None = None,
 ) -> dict:
     """Evaluate `encoder` on the tasks (names or suites); return the results and write them under `out`.
 
     `task_options` are settings only some tasks take, given to those (`{"kmeans": "faiss"}`: the
     clustering tasks; see tasks.get_task); they are recorded in the results' config.
+    Every file-backed task (`sts:pairs.tsv`) is read before the first task runs, so a malformed file
+    raises DataFormatError at once; `prepared` passes tasks already built by `read_user_tasks`.
     Each finished task is written at once (`"complete": false` until the last); a task that raises is
     recorded under `errors` and the rest still run; Ctrl-C keeps what finished (EvaluationInterrupted).
     """
@@ -118,6 +124,8 @@ def evaluate(
         raise InvalidArgument(f"data_root {data_root}: no such folder")
     if out is not None:
         check_writable_dir(out)  # before any task runs, not after the first one finishes
+    ready = dict(prepared or {})
+    ready.update(read_user_tasks([n for n in names if n not in ready], langs, batch_size))
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     results: dict = {
@@ -130,7 +138,11 @@ def evaluate(
             "tasks": names,
             "langs": list(langs) if langs else None,
             "batch_size": batch_size,
+            # paths as given, and absolute (the results file may be read from another folder)
             "data_root": str(data_root) if data_root else None,
+            "data_root_absolute": str(Path(data_root).resolve() if data_root else default_data_root()),
+            "out": str(out) if out is not None else None,
+            "out_absolute": str(Path(out).resolve()) if out is not None else None,
             "task_options": dict(task_options or {}),
             **(extra_config or {}),
         },
@@ -153,7 +165,9 @@ def evaluate(
     try:
         for name in bar:
             bar.set_postfix_str(name)
-            _run_task(name, timed, results, langs, batch_size, data_root, seed, show_progress, task_options)
+            _run_task(
+                name, timed, results, langs, batch_size, data_root, seed, show_progress, task_options, ready
+            )
             save()
     except KeyboardInterrupt as err:
         results["interrupted"] = name
@@ -178,14 +192,15 @@ def _run_task(
     seed: int,
     show_progress: bool,
     task_options: dict | None = None,
+    ready: dict[str, Task] | None = None,
 ) -> None:
-    """Run one task and record its scores, its skip reason or its error in `results`."""
+    """Run one task (`ready[name]` if built already) and record its scores, skip reason or error in `results`."""
     seed_everything(seed)
     kwargs = {"batch_size": batch_size, "data_root": data_root, "options": task_options}
     if langs:
         kwargs["langs"] = list(langs)
     try:
-        task = get_task(name, **kwargs)
+        task = ready.pop(name) if ready and name in ready else get_task(name, **kwargs)
         timed.start_task()
         start = time.perf_counter()
         scores = task.evaluate(timed)
@@ -263,30 +278,29 @@ def write_results(
 
 def results_table(results: dict) -> str:
     """A markdown table of main scores, timings and the per-language/per-dataset breakdown."""
-    lines = [f"# {results['model']}", ""]
+    lines = [f"# {markdown_text(results['model'])}", ""]
     if not results.get("complete", True):
         where = results.get("interrupted")
         lines += [f"**Incomplete run**: {'interrupted during ' + where if where else 'still running'}.", ""]
     lines += ["| task | main score | wall s | sentences/s |", "|---|---:|---:|---:|"]
     for name, r in results["tasks"].items():
         sps = r["sentences_per_s"] if r["sentences_per_s"] is not None else "-"
-        lines.append(f"| {name} | {r['main_score']:.2f} | {r['wall_s']:.1f} | {sps} |")
-    lines += [f"| {name} | skipped: {_cell(why)} | | |" for name, why in results.get("skipped", {}).items()]
+        lines.append(f"| {markdown_text(name)} | {r['main_score']:.2f} | {r['wall_s']:.1f} | {sps} |")
     lines += [
-        f"| {name} | error: {e['type']}: {_cell(e['message'])} | | |"
+        f"| {markdown_text(name)} | skipped: {markdown_text(why)} | | |"
+        for name, why in results.get("skipped", {}).items()
+    ]
+    lines += [
+        f"| {markdown_text(name)} | error: {e['type']}: {markdown_text(e['message'])} | | |"
         for name, e in results.get("errors", {}).items()
     ]
     lines += ["", f"total wall time: {results['wall_s']:.1f} s, seed {results['seed']}", ""]
     for name, r in results["tasks"].items():
         extra = {k: v for k, v in r["scores"].items() if k != "main_score"}
         if extra:
-            cells = ", ".join(f"{k} {v:.2f}" for k, v in extra.items())
-            lines.append(f"- **{name}**: {cells}")
+            cells = ", ".join(f"{markdown_text(k)} {v:.2f}" for k, v in extra.items())
+            lines.append(f"- **{markdown_text(name)}**: {cells}")
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _slug(text: str) -> str:

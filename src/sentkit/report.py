@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from sentkit.atomic import atomic_write_text, check_writable_dir
 from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.markdown import markdown_text
 
 _EXPECTED = "expected a results JSON file written by `sentkit eval`"
 
@@ -35,9 +37,34 @@ def load_results(paths: Sequence[str | Path]) -> list[dict]:
             or not isinstance(data.get("model"), str)
         ):
             raise DataFormatError(p, 1, "expected a sentkit results JSON object with 'model' and 'tasks'")
+        _check_scores(p, data["tasks"])
         data.setdefault("path", str(p))
         runs.append(data)
     return runs
+
+
+def _check_scores(path: Path, tasks: dict) -> None:
+    """Every number the report draws must be one: `tasks.<task>.main_score` and `tasks.<task>.scores.<key>`
+    finite numbers (JSON's 1e999 reads as infinity), else one line naming the file and the key."""
+    for task, result in tasks.items():
+        if not isinstance(result, dict):
+            raise DataFormatError(path, None, f"tasks.{task}: expected an object, got {_json_kind(result)}")
+        scores = result.get("scores", {})
+        if not isinstance(scores, dict):
+            raise DataFormatError(
+                path, None, f"tasks.{task}.scores: expected an object, got {_json_kind(scores)}"
+            )
+        keyed = [("main_score", result.get("main_score"))] + [(f"scores.{k}", v) for k, v in scores.items()]
+        for key, value in keyed:
+            is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not is_number or not math.isfinite(value):
+                raise DataFormatError(
+                    path, None, f"tasks.{task}.{key}: expected a finite number, got {json.dumps(value)[:40]}"
+                )
+
+
+def _json_kind(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), json.dumps(value)[:40])
 
 
 class _NonFiniteNumber(ValueError):
@@ -63,10 +90,10 @@ def comparison_table(runs: list[dict], breakdown: bool = True) -> str:
     tasks: list[str] = []
     for r in runs:
         tasks.extend(t for t in r["tasks"] if t not in tasks)
-    lines = ["| task | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(runs)]
+    lines = ["| task | " + " | ".join(map(markdown_text, labels)) + " |", "|---|" + "---:|" * len(runs)]
     for task in tasks:
         cells = [_fmt(r["tasks"].get(task, {}).get("main_score")) for r in runs]
-        lines.append(f"| **{task}** | " + " | ".join(cells) + " |")
+        lines.append(f"| **{markdown_text(task)}** | " + " | ".join(cells) + " |")
         if not breakdown:
             continue
         keys: list[str] = []
@@ -76,12 +103,17 @@ def comparison_table(runs: list[dict], breakdown: bool = True) -> str:
             )
         for key in keys:
             cells = [_fmt(r["tasks"].get(task, {}).get("scores", {}).get(key)) for r in runs]
-            lines.append(f"| {task} / {key} | " + " | ".join(cells) + " |")
+            lines.append(f"| {markdown_text(task)} / {markdown_text(key)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+def _plain(text: str) -> str:
+    """A label matplotlib draws as written: `$` would start mathtext (and a stray one fails the plot)."""
+    return text.replace("$", r"\$")
 
 
 def plot_task_bars(runs: list[dict], path: Path) -> Path:
@@ -101,8 +133,8 @@ def plot_task_bars(runs: list[dict], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(tasks) + 2), 4.5))
     for i, (label, r) in enumerate(zip(labels, runs)):
         vals = [r["tasks"].get(t, {}).get("main_score", np.nan) for t in tasks]
-        ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=label)
-    ax.set_xticks(x, tasks, rotation=30, ha="right")
+        ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=_plain(label))
+    ax.set_xticks(x, [_plain(t) for t in tasks], rotation=30, ha="right")
     ax.set_ylabel("main score")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
@@ -130,7 +162,11 @@ def plot_alignment_uniformity(runs: list[dict], path: Path) -> Path | None:
     for label, s in points:
         ax.scatter(s["alignment"], s["uniformity"], s=60)
         ax.annotate(
-            label, (s["alignment"], s["uniformity"]), textcoords="offset points", xytext=(5, 5), fontsize=8
+            _plain(label),
+            (s["alignment"], s["uniformity"]),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=8,
         )
     ax.set_xlabel("alignment (lower is better)")
     ax.set_ylabel("uniformity (lower is better)")

@@ -217,3 +217,87 @@ def test_eval_kmeans_option_reaches_clustering_tasks_only(tiny_dir, tmp_path, da
     assert clustering["main_score"] == clustering["ko"] and 0 < clustering["ko_faiss"] <= 100
     assert "main_score" in results["tasks"]["knn-mewsc16-100"]["scores"]  # built without the option
     assert not results["errors"]
+
+
+# --- the user's own files: read once, before the model loads; paths recorded as given and absolute ------
+
+
+def test_eval_reads_user_files_once_and_records_absolute_paths(tmp_path, monkeypatch, capsys):
+    import sentkit.tasks.user_tasks as user_tasks
+    from ngram_encoder import NgramEncoder
+    from sentkit.encoders import ENCODERS
+
+    monkeypatch.setitem(ENCODERS._items, "_ngram", lambda **kw: NgramEncoder(dim=32))
+    monkeypatch.chdir(tmp_path)
+    rows = "a cat\ta cat sat\t3\na dog\tthe stock market\t0\nrain\train falls\t2\n"
+    (tmp_path / "pairs.tsv").write_text(rows, encoding="utf-8")
+    (tmp_path / "data").mkdir()
+    reads = []
+
+    def counted(path):
+        reads.append(path)
+        return read_sts_file(path)
+
+    read_sts_file = user_tasks.read_sts_file
+    monkeypatch.setattr(user_tasks, "read_sts_file", counted)
+    argv = ["eval", "--model", "_ngram", "--tasks", "sts:pairs.tsv", "--out", "res", "--data-root", "data"]
+    assert main(argv) == 0
+    assert len(reads) == 1
+    saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
+    config = saved["config"]
+    assert (config["data_root"], config["data_root_absolute"]) == ("data", str(tmp_path.resolve() / "data"))
+    assert (config["out"], config["out_absolute"]) == ("res", str(tmp_path.resolve() / "res"))
+    [record] = saved["tasks"]["sts:pairs.tsv"]["meta"]["files"]
+    assert (record["path"], record["absolute_path"]) == ("pairs.tsv", str(tmp_path.resolve() / "pairs.tsv"))
+
+
+def test_eval_bad_user_file_stops_before_the_model_loads(stubs, tmp_path, monkeypatch, capsys):
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr("sentkit.cli._load_model", no_model)
+    (tmp_path / "pairs.tsv").write_text("a\tb\t1\nc\td\n", encoding="utf-8")
+    argv = [
+        "eval",
+        "--model",
+        "_stub",
+        "--tasks",
+        f"sts:{tmp_path / 'pairs.tsv'}",
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"sentkit: error: {tmp_path / 'pairs.tsv'}:2: expected 3 tab-separated fields "
+        "(sentence1, sentence2, score), got 2 fields\n"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_eval_bitext_with_repeated_lines_warns_in_one_line(stubs, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "de.txt").write_text("Hallo\nJa\nHallo\n", encoding="utf-8")
+    (tmp_path / "en.txt").write_text("Hello\nYes\nHi\n", encoding="utf-8")
+    assert main(["eval", "--model", "_stub", "--tasks", "bitext:de.txt+en.txt", "--out", "res"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [
+        "sentkit: warning: de.txt: 1 of 3 lines repeat an earlier line (first: line 3 repeats line 1); "
+        "retrieving those lines is a tie broken by position, so the accuracy can be lower than for distinct lines"
+    ]
+    saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
+    assert saved["tasks"]["bitext:de.txt+en.txt"]["meta"]["repeated_lines"] == {"de.txt": 1}
+
+
+def test_encode_refuses_to_overwrite_its_input(tmp_path, monkeypatch, capsys):
+    from sentkit.encoders import ENCODERS
+
+    monkeypatch.setitem(ENCODERS._items, "_stub", lambda **kw: _Stub())
+    text = tmp_path / "in.txt"
+    text.write_text("a\nb\n", encoding="utf-8")
+    (tmp_path / "same.npy").symlink_to(text)
+    for output in (text, tmp_path / "same.npy", tmp_path / "sub" / ".." / "in.txt"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        assert main(["encode", "--model", "_stub", "--input", str(text), "--output", str(output)]) == 2
+        assert f"--output {output} is the --input file {text}" in capsys.readouterr().err
+    assert text.read_text(encoding="utf-8") == "a\nb\n"

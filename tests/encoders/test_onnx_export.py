@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,17 +112,48 @@ def test_int8_export_is_close_and_smaller(tiny_e5_like, tmp_path):
     assert cosines(got, tiny_e5_like.encode(SENTENCES)).min() >= 0.99
 
 
-def test_export_refuses_a_non_empty_folder(tiny_e5_like, tmp_path):
+def test_overwrite_replaces_only_a_folder_an_export_wrote(tiny_e5_like, tmp_path):
     from sentkit.errors import OutputPathError
 
-    out = tmp_path / "taken"
-    out.mkdir()
-    (out / "keep.txt").write_text("mine")
+    thesis = tmp_path / "thesis"
+    thesis.mkdir()
+    (thesis / "chapter1.tex").write_text("mine")
     with pytest.raises(OutputPathError, match="not empty; pass --overwrite"):
-        export_onnx(tiny_e5_like, out)
-    assert [p.name for p in out.iterdir()] == ["keep.txt"]
-    export_onnx(tiny_e5_like, out, overwrite=True)
-    assert (out / "model.onnx").is_file() and not (out / "keep.txt").exists()
+        export_onnx(tiny_e5_like, thesis)
+    with pytest.raises(
+        OutputPathError, match=r"thesis: not a sentkit export folder \(no readable sentkit_onnx"
+    ):
+        export_onnx(tiny_e5_like, thesis, overwrite=True)
+    assert [p.name for p in thesis.iterdir()] == ["chapter1.tex"]
+
+    out = export_onnx(tiny_e5_like, tmp_path / "onnx")
+    meta = json.loads((out / META_FILE).read_text())
+    assert meta["files"] == sorted(p.name for p in out.iterdir())  # every file it wrote, nothing else
+    (out / "model.onnx").write_bytes(b"stale")
+    export_onnx(tiny_e5_like, out, overwrite=True)  # an export folder: replaced
+    assert sha256_file(out / "model.onnx") == json.loads((out / META_FILE).read_text())["sha256"]
+
+    (out / "notes.md").write_text("my notes")
+    with pytest.raises(OutputPathError, match=r"onnx: holds files the export did not write \(notes\.md\)"):
+        export_onnx(tiny_e5_like, out, overwrite=True)
+    assert (out / "notes.md").read_text() == "my notes"
+
+
+def test_export_never_replaces_the_working_or_home_folder(tmp_path, monkeypatch):
+    from sentkit.encoders.onnx_export import check_export_target
+    from sentkit.errors import OutputPathError
+
+    work, home = tmp_path / "project" / "work", tmp_path / "home"
+    work.mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(home))
+    for out in (".", work, "..", tmp_path, "../../project/work/"):
+        with pytest.raises(OutputPathError, match="is the working folder or a folder holding it"):
+            check_export_target(out, overwrite=True)
+    with pytest.raises(OutputPathError, match=r"home: is the home folder"):
+        check_export_target(home, overwrite=True)
+    assert check_export_target("onnx", overwrite=False) == Path("onnx")  # absent: fine
 
 
 def test_int8_suffix_exports_once_into_the_cache_and_again_when_the_source_changes(tmp_path, monkeypatch):
@@ -152,8 +184,11 @@ def test_cli_export_then_encode_int8(tiny_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SENTKIT_CACHE", str(tmp_path / "cache"))
     encoder, path = tiny_dir
     out = tmp_path / "exported"
-    assert main(["export", "--model", str(path), "--format", "onnx", "--out", str(out)]) == 0
+    monkeypatch.chdir(path.parent)  # the model named relative to the working folder, as typed
+    assert main(["export", "--model", path.name, "--format", "onnx", "--out", str(out)]) == 0
     assert "fp32 ONNX" in capsys.readouterr().out
+    meta = json.loads((out / META_FILE).read_text())
+    assert (meta["source"], meta["source_absolute"]) == (path.name, str(path.resolve()))
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
     vecs = tmp_path / "v.npy"
     args = [
@@ -175,6 +210,7 @@ def test_cli_export_then_encode_int8(tiny_dir, tmp_path, monkeypatch, capsys):
     [
         (["export", "--model", "minlm-en", "--out", "{new}"], "did you mean minilm-en"),
         (["export", "--model", "{tiny}", "--out", "{taken}"], "not empty; pass --overwrite"),
+        (["export", "--model", "{tiny}", "--out", "{taken}", "--overwrite"], "not a sentkit export folder"),
         (["export", "--model", "{tiny}", "--format", "tflite", "--out", "{new}"], "invalid choice: 'tflite'"),
         (["export", "--model", "{tiny}@int8", "--out", "{new}"], "export a plain model"),
         (["eval", "--model", "{tiny}", "--int8", "--pooling", "cls", "--out", "{new}"], "cannot be combined"),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ngram_encoder import NgramEncoder
-from sentkit.errors import DataFormatError, LanguageNotCovered, UnknownName
+from sentkit.errors import DataFormatError, DataWarning, LanguageNotCovered, UnknownName
 from sentkit.evaluate import evaluate
 from sentkit.tasks import get_task, resolve_tasks
 from sentkit.tasks.retrieval import QAbotTask
@@ -29,7 +29,8 @@ def assert_same_scores(mine: dict, builtin: dict, rename: dict | None = None) ->
         assert mine[rename.get(key, key)] == pytest.approx(value, abs=1e-9), key
 
 
-def test_sts_file_equals_stsb_test_and_records_the_file(data_root, tmp_path):
+def test_sts_file_equals_stsb_test_and_records_the_file(data_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the spec names the file relative to the working folder
     task = get_task("stsb", data_root=data_root)
     task.load()
     pairs = task.sets["en"]
@@ -40,12 +41,17 @@ def test_sts_file_equals_stsb_test_and_records_the_file(data_root, tmp_path):
     )
     encoder = NgramEncoder()
     builtin = task.evaluate(encoder)
-    mine_task = get_task(f"sts:{path}")
+    mine_task = get_task("sts:pairs.tsv")
     mine = mine_task.evaluate(encoder)
     assert builtin["main_score"] > 40  # trigram overlap ranks STS-B well above chance (0)
     assert mine["main_score"] == pytest.approx(builtin["main_score"], abs=1e-9)
     assert mine_task.meta["files"] == [
-        {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "rows": 1379}
+        {
+            "path": "pairs.tsv",
+            "absolute_path": str(path.resolve()),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "rows": 1379,
+        }
     ]
 
 
@@ -246,3 +252,164 @@ def test_spec_errors(tmp_path):
         get_task(f"sts:{path}", langs=["de"])
     with pytest.raises(FileNotFoundError, match="missing.tsv: file not found"):
         get_task(f"knn:{tmp_path / 'missing.tsv'}")
+
+
+# ---- degenerate and ambiguous user files: each has one documented meaning -----------------------------
+
+
+class VectorEncoder:
+    """Each sentence's vector given by hand, so a score can be computed on paper."""
+
+    name = "by-hand"
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        return np.asarray([self.vectors[s] for s in sentences], dtype=np.float32).reshape(len(sentences), -1)
+
+
+def test_a_repeated_qrel_must_agree_with_the_first(tmp_path):
+    q = write_tsv(tmp_path / "q.tsv", [("q1", "what is x")])
+    c = write_tsv(tmp_path / "c.tsv", [("d1", "x is a letter"), ("d2", "y too")])
+    r = write_tsv(tmp_path / "r.tsv", [("q1", "d1", 1), ("q1", "d2", 0), ("q1", "d1", 0)])
+    with pytest.raises(
+        DataFormatError,
+        match=r"r\.tsv:3: expected one relevance per \(query, document\): \('q1', 'd1'\) has relevance 1 "
+        r"on line 1 and 0 here",
+    ):
+        get_task(f"retrieval:{q}+{c}+{r}")
+    r = write_tsv(tmp_path / "r.tsv", [("q1", "d1", 1), ("q1", "d2", 0), ("q1", "d1", 1)])
+    task = get_task(f"retrieval:{q}+{c}+{r}")  # an identical repeat is the same judgement
+    assert task.files.qrels == {"q1": {"d1": 1, "d2": 0}}
+
+
+def test_queries_judged_only_non_relevant_are_left_out_of_every_metric(tmp_path):
+    q = write_tsv(tmp_path / "q.tsv", [("q1", "x?"), ("q2", "y?"), ("q3", "xy?"), ("q4", "z?")])
+    c = write_tsv(tmp_path / "c.tsv", [("d1", "x"), ("d2", "y"), ("d3", "z")])
+    # q2 is judged, but only non-relevant; q4 is not judged at all
+    r = write_tsv(tmp_path / "r.tsv", [("q1", "d1", 1), ("q2", "d2", 0), ("q3", "d1", 2)])
+    encoder = VectorEncoder(
+        {"x?": [1, 0, 0], "y?": [0, 1, 0], "xy?": [0.6, 0.8, 0], "z?": [0, 0, 1]}
+        | {"x": [1, 0, 0], "y": [0, 1, 0], "z": [0, 0, 1]}
+    )
+    task = get_task(f"retrieval:{q}+{c}+{r}")
+    scores = task.evaluate(encoder)
+    # q1 ranks d1 first: AP 1, RR 1, P@1 1, P@3 1/3; q3 ranks d2 (0.8) before d1 (0.6): AP 1/2, RR 1/2, P@1 0
+    assert scores["map"] == pytest.approx(75.0) and scores["main_score"] == pytest.approx(75.0)
+    assert scores["mrr"] == pytest.approx(75.0)
+    assert scores["p@1"] == pytest.approx(50.0)
+    assert scores["p@5"] == pytest.approx(100 / 3)  # k capped at the 3 documents
+    assert (task.meta["n_queries"], task.meta["n_queries_no_relevant"], task.meta["n_queries_unjudged"]) == (
+        2,
+        1,
+        1,
+    )
+    r = write_tsv(tmp_path / "r.tsv", [("q2", "d2", 0)])
+    with pytest.raises(
+        DataFormatError, match=r"r\.tsv: expected at least one query with a relevant document"
+    ):
+        get_task(f"retrieval:{q}+{c}+{r}")
+
+
+def test_labels_are_kept_as_written(tmp_path):
+    # "1", "01" and Arabic-Indic "١" all parse as the integer 1; they are three labels
+    rows = [("a", "1"), ("b", "01"), ("c", "١"), ("d", "1"), ("e", "01")]
+    path = write_tsv(tmp_path / "labelled.tsv", rows)
+    task = get_task(f"knn:{path}")
+    assert task.data["all"].labels.tolist() == ["1", "01", "١", "1", "01"]
+    # a and b are each other's nearest neighbours, as are d and e, c is nearest to a: 1-NN never finds
+    # the same label, so accuracy is 0 (merged labels would make it 100)
+    encoder = VectorEncoder({"a": [1, 0.1], "b": [1, 0.12], "c": [1, 0.05], "d": [0.1, 1], "e": [0.12, 1]})
+    assert task.evaluate(encoder)["main_score"] == 0.0
+
+
+@pytest.mark.parametrize("family", ["clustering", "knn"])
+@pytest.mark.parametrize(
+    ("rows", "got"),
+    [
+        ([("a", "x"), ("b", "x"), ("c", "x")], "only 'x'"),
+        ([("a", "x"), ("b", "y"), ("c", "z")], "3 rows with"),
+    ],
+    ids=["one-label", "all-distinct"],
+)
+def test_labels_that_fix_the_score_are_refused(tmp_path, family, rows, got):
+    path = write_tsv(tmp_path / "labelled.tsv", rows)
+    with pytest.raises(
+        DataFormatError,
+        match=rf"labelled\.tsv: expected at least 2 labels and a label shared by 2 rows, got {got}",
+    ):
+        get_task(f"{family}:{path}")
+
+
+def test_clustering_labels_are_checked_per_language(tmp_path):
+    rows = [("a", "x", "en"), ("b", "y", "en"), ("c", "x", "en"), ("d", "x", "de"), ("e", "x", "de")]
+    path = write_tsv(tmp_path / "labelled.tsv", rows)
+    with pytest.raises(DataFormatError, match=r"labelled\.tsv: lang 'de': expected at least 2 labels"):
+        get_task(f"clustering:{path}")
+    assert get_task(f"clustering:{path}", langs=["en"]).languages == ("en",)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "a\tb\t3\n",
+            "pairs.tsv: expected at least 2 pairs with different gold scores (Spearman needs them), "
+            "got 1 pair(s) scored 3",
+        ),
+        ("a\tb\t2\nc\td\t2\n", "got 2 pair(s) scored 2"),
+        ("a\tb\t2\ten\nc\td\t4\ten\ne\tf\t1\tde\n", "pairs.tsv: lang 'de': expected at least 2 pairs"),
+    ],
+)
+def test_sts_files_without_a_spearman_are_refused(tmp_path, content, message):
+    path = tmp_path / "pairs.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DataFormatError) as err:
+        get_task(f"sts:{path}")
+    assert message in str(err.value)
+
+
+def test_classification_train_file_needs_two_labels(tmp_path):
+    train = write_tsv(tmp_path / "train.tsv", [("a", "x"), ("b", "x")])
+    test = write_tsv(tmp_path / "test.tsv", [("c", "x")])
+    with pytest.raises(
+        DataFormatError, match=r"train\.tsv: expected at least 2 labels to train a classifier"
+    ):
+        get_task(f"classification:{train}+{test}")
+
+
+def test_bitext_with_repeated_lines_warns_once_and_records_it(tmp_path):
+    src = tmp_path / "src.txt"
+    tgt = tmp_path / "tgt.txt"
+    src.write_text("Hallo\nDanke\nHallo\nJa\nDanke\n", encoding="utf-8")
+    tgt.write_text("Hello\nThanks\nHi\nYes\nThank you\n", encoding="utf-8")
+    with pytest.warns(DataWarning) as caught:
+        task = get_task(f"bitext:{src}+{tgt}")
+    assert len(caught) == 1  # tgt.txt has no repeats
+    assert str(caught[0].message).startswith(
+        f"{src}: 2 of 5 lines repeat an earlier line (first: line 3 repeats line 1)"
+    )
+    assert task.meta["repeated_lines"] == {str(src): 2}
+    # identical lines get identical vectors: "Hallo" (line 1 and 3) cannot be told apart from the tgt side
+    encoder = VectorEncoder(
+        {"Hallo": [1, 0, 0, 0], "Danke": [0, 1, 0, 0], "Ja": [0, 0, 0, 1]}
+        | {"Hello": [1, 0, 0, 0], "Hi": [1, 0.1, 0, 0], "Thanks": [0, 1, 0, 0], "Thank you": [0, 1, 0.1, 0]}
+        | {"Yes": [0, 0, 0, 1]}
+    )
+    scores = task.evaluate(encoder)
+    # src->tgt: line 3 "Hallo" finds Hello (line 1), line 5 "Danke" finds Thanks (line 2): 3 of 5 right;
+    # tgt->src: Hi and Thank you each tie between two identical src lines, decided by position
+    assert scores["src->tgt"] == pytest.approx(60.0)
+
+
+def test_bitext_needs_two_lines(tmp_path):
+    src, tgt = tmp_path / "a.txt", tmp_path / "b.txt"
+    src.write_text("", encoding="utf-8")
+    tgt.write_text("", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"a\.txt: expected at least 2 lines"):
+        get_task(f"bitext:{src}+{tgt}")
+    src.write_text("Hallo\n", encoding="utf-8")
+    tgt.write_text("Hello\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"a\.txt: expected at least 2 lines .* got 1"):
+        get_task(f"bitext:{src}+{tgt}")

@@ -32,14 +32,24 @@ QRELS_COLUMNS = ("query_id", "doc_id", "relevance")
 
 @dataclass(frozen=True)
 class FileRecord:
-    """Provenance of one input file: where it was, its sha256 and how many data rows were read."""
+    """Provenance of one input file: the path as given and resolved, its sha256 and the data rows read."""
 
     path: str
     sha256: str
     rows: int
 
+    @classmethod
+    def of(cls, path: str | Path, rows: int) -> FileRecord:
+        return cls(str(path), sha256_file(path), rows)
+
     def as_dict(self) -> dict:
-        return {"path": self.path, "sha256": self.sha256, "rows": self.rows}
+        # the path as typed says what the user asked for; the absolute one finds the file again later
+        return {
+            "path": self.path,
+            "absolute_path": str(Path(self.path).resolve()),
+            "sha256": self.sha256,
+            "rows": self.rows,
+        }
 
 
 @dataclass
@@ -54,7 +64,7 @@ class Table:
         return len(self.lines)
 
     def record(self) -> FileRecord:
-        return FileRecord(str(self.path), sha256_file(self.path), len(self))
+        return FileRecord.of(self.path, len(self))
 
 
 def read_table(
@@ -121,11 +131,8 @@ def _layouts_text(layouts) -> str:
 
 
 def labels_array(values: list[str]) -> np.ndarray:
-    """Integer labels when every label is an integer (so `0..4` sort numerically), else the strings."""
-    try:
-        return np.asarray([int(v) for v in values], dtype=np.int64)
-    except ValueError:
-        return np.asarray(values, dtype=str)
+    """Labels exactly as written: `1`, `01` and `١` are three labels (integer parsing would merge them)."""
+    return np.asarray(values, dtype=str)
 
 
 def by_language(table: Table) -> dict[str, list[int]]:
@@ -199,9 +206,26 @@ def read_classification_file(
 
 
 def read_bitext_files(src: str | Path, tgt: str | Path) -> tuple[list[str], list[str], list[FileRecord]]:
-    """Two line-aligned plain-text files, one sentence a line (Tatoeba's layout)."""
+    """Two line-aligned plain-text files, one sentence a line (Tatoeba's layout), at least 2 lines each."""
     a, b = read_tatoeba_pair(src, tgt)
-    return a, b, [FileRecord(str(p), sha256_file(p), len(a)) for p in (src, tgt)]
+    if len(a) < 2:
+        raise DataFormatError(
+            src, None, f"expected at least 2 lines (nearest-neighbour retrieval among them), got {len(a)}"
+        )
+    return a, b, [FileRecord.of(p, len(a)) for p in (src, tgt)]
+
+
+def repeated_lines(lines: list[str]) -> tuple[int, tuple[int, int] | None]:
+    """(how many lines repeat an earlier line, (earlier, later) 1-based line numbers of the first repeat)."""
+    first_seen: dict[str, int] = {}
+    count, first = 0, None
+    for number, line in enumerate(lines, start=1):
+        if line in first_seen:
+            count += 1
+            first = first or (first_seen[line], number)
+        else:
+            first_seen[line] = number
+    return count, first
 
 
 @dataclass
@@ -230,12 +254,14 @@ def _id_text(path: str | Path, what: str) -> tuple[list[str], list[str], Table]:
 
 def read_retrieval_files(queries: str | Path, corpus: str | Path, qrels: str | Path) -> RetrievalFiles:
     """`id <TAB> text` queries and corpus; `query_id <TAB> doc_id [<TAB> relevance]` judgements (BEIR/TREC
-    style, relevance default 1; > 0 is relevant, 0 an explicit non-relevant judgement)."""
+    style, relevance default 1; > 0 is relevant, 0 an explicit non-relevant judgement). A (query, document)
+    judged twice must have the same relevance both times."""
     qids, qtexts, qtable = _id_text(queries, "query")
     dids, dtexts, dtable = _id_text(corpus, "document")
     table = read_table(qrels, QRELS_COLUMNS[:2], QRELS_COLUMNS[2:])
     known_q, known_d = set(qids), set(dids)
     judged: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
     relevance = table.columns.get("relevance", ["1"] * len(table))
     for qid, did, rel, number in zip(
         table.columns["query_id"], table.columns["doc_id"], relevance, table.lines
@@ -252,6 +278,15 @@ def read_retrieval_files(queries: str | Path, corpus: str | Path, qrels: str | P
             value = int(rel)
         except ValueError:
             raise DataFormatError(table.path, number, f"expected an integer relevance, got {rel!r}") from None
+        earlier = first_line.get((qid, did))
+        if earlier is not None and judged[qid][did] != value:
+            raise DataFormatError(
+                table.path,
+                number,
+                f"expected one relevance per (query, document): ({qid!r}, {did!r}) has relevance "
+                f"{judged[qid][did]} on line {earlier} and {value} here",
+            )
+        first_line.setdefault((qid, did), number)  # an identical repeat changes nothing
         judged.setdefault(qid, {})[did] = value
     return RetrievalFiles(
         qids, qtexts, dids, dtexts, judged, [qtable.record(), dtable.record(), table.record()]

@@ -18,6 +18,7 @@ import numpy as np
 from sentkit.atomic import atomic_write_json
 from sentkit.cache import cache_lock, cache_root, package_version, read_json_object, sha256_file
 from sentkit.encoders.onnx_export import (
+    CACHE_KEY_FILE,
     INPUTS,
     META_FILE,
     Int8Options,
@@ -131,7 +132,7 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
     folder = cache_root() / "onnx" / f"{slug}-{variant}"
     options = vars(Int8Options()) if variant == "int8" else None  # new defaults mean a new export
     key = {"model": name, "variant": variant, "source": source, "int8": options, **export_versions()}
-    stamp = folder / "sentkit_cache_key.json"
+    stamp = folder / CACHE_KEY_FILE
     with cache_lock(folder):
         recorded = read_json_object(stamp)
         if rebuild or recorded is None or recorded.get("key") != key or not _intact(folder):

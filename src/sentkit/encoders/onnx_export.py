@@ -37,6 +37,8 @@ from sentkit.errors import OutputPathError
 
 MODEL_FILE = "model.onnx"
 META_FILE = "sentkit_onnx.json"
+CACHE_KEY_FILE = "sentkit_cache_key.json"  # written beside an export in the sentkit cache (onnx_encoder.py)
+OWN_FILES = (META_FILE, CACHE_KEY_FILE, "README.md")
 FORMAT_VERSION = 2  # bump when the graph or the files written change; cached exports are then redone
 OPSET = 17
 INPUTS = ("input_ids", "attention_mask")
@@ -178,13 +180,55 @@ def export_versions() -> dict[str, str | int]:
 
 
 def check_export_target(out: str | Path, overwrite: bool) -> Path:
-    """Fail before any work: `out` must be a writable folder that is empty or absent (or `overwrite`)."""
+    """Fail before any work: `out` must be a writable folder that is empty or absent, or with `overwrite`
+    a folder an earlier export wrote (it holds sentkit_onnx.json, and only the files it lists).
+
+    The export replaces `out` whole (one rename), so the working folder, a folder holding it and the home
+    folder are refused outright, whatever they hold.
+    """
     out = Path(out)
     check_writable_dir(out)
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    target = out.expanduser().resolve()
+    cwd, home = Path.cwd().resolve(), Path.home().resolve()
+    if target == cwd or target in cwd.parents or target == home or target in home.parents:
+        what = (
+            "the working folder or a folder holding it"
+            if target in (cwd, *cwd.parents)
+            else "the home folder"
+        )
+        raise OutputPathError(
+            f"{out}: is {what}; an export replaces its folder whole, so give a new folder "
+            f"(e.g. {out / 'onnx'})"
+        )
+    if not out.is_dir() or not any(out.iterdir()):
+        require_onnx()
+        return out
+    if not overwrite:
         raise OutputPathError(f"{out}: folder exists and is not empty; pass --overwrite to replace it")
+    meta = _export_meta(out)
+    if meta is None:
+        raise OutputPathError(
+            f"{out}: not a sentkit export folder (no readable {META_FILE}); --overwrite replaces only "
+            "folders sentkit exported, so give a new folder"
+        )
+    written = meta.get("files")
+    if isinstance(written, list):  # exports since the list was recorded: anything else was added by hand
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in {*map(str, written), *OWN_FILES})
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise OutputPathError(
+                f"{out}: holds files the export did not write ({shown}); move them out before --overwrite"
+            )
     require_onnx()
     return out
+
+
+def _export_meta(folder: Path) -> dict | None:
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return meta if isinstance(meta, dict) and "model_file" in meta else None
 
 
 def export_onnx(
@@ -238,7 +282,12 @@ def export_onnx(
             "opset": OPSET,
             "versions": export_versions(),
             "sha256": sha256_file(tmp / MODEL_FILE),
+            # what --overwrite may replace later: a file found beside these was added by hand (kept, refused)
+            "files": sorted({p.name for p in tmp.iterdir()} | {META_FILE, "README.md"}),
         }
+        local = Path(meta["source"]).expanduser()
+        if local.is_dir():  # a local model folder as given, and where it is
+            meta["source_absolute"] = str(local.resolve())
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         (tmp / "README.md").write_text(readme_text(meta))
     return out

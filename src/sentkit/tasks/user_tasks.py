@@ -6,7 +6,8 @@ into the task's `meta["files"]` and so into the results file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +20,11 @@ from sentkit.datasets.user_files import (
     read_labelled_file,
     read_retrieval_files,
     read_sts_file,
+    repeated_lines,
 )
 from sentkit.datasets.xnli import LabelledPairs
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import DataFormatError, MissingDataError, UnknownName
+from sentkit.errors import DataFormatError, DataWarning, LanguageNotCovered, MissingDataError, UnknownName
 from sentkit.langs import select_languages
 from sentkit.tasks.bitext import tatoeba_accuracy
 from sentkit.tasks.clustering import ClusteringTask
@@ -83,6 +85,26 @@ def user_task(spec: str, *, langs: Iterable[str] | None = None, data_root=None, 
     return task
 
 
+def read_user_tasks(
+    names: Sequence[str], langs: Iterable[str] | None = None, batch_size: int = 64
+) -> dict[str, Task]:
+    """Build every file-backed task among `names` now, so a malformed file stops with `file:line: expected
+    ...` before any model loads; pass the result to `evaluate(prepared=...)` to read each file once.
+
+    A file without the asked `langs` is left out: evaluate records that task as skipped, as for built-ins.
+    """
+    langs = list(langs) if langs else None
+    ready: dict[str, Task] = {}
+    for name in names:
+        if not is_user_spec(name):
+            continue
+        try:
+            ready[name] = user_task(name, langs=langs, batch_size=batch_size)
+        except LanguageNotCovered:
+            continue
+    return ready
+
+
 def _records(*records) -> list[dict]:
     return [r.as_dict() for r in records]
 
@@ -93,9 +115,22 @@ def _keep_langs(groups: dict, langs: Iterable[str] | None, spec: str) -> dict:
     return {lang: groups[lang] for lang in select_languages(spec, langs, sorted(groups))}
 
 
+def _group(lang: str) -> str:
+    """How an error names a group of rows: a `lang` value, or nothing for a file without that column."""
+    return "" if lang == "all" else f"lang {lang!r}: "
+
+
 def _sts(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
     sets, record = read_sts_file(paths[0])
     sets = _keep_langs(sets, langs, spec)
+    for lang, pairs in sets.items():  # Spearman is undefined on one pair or on constant gold scores
+        if len(set(pairs.gold.tolist())) < 2:
+            raise DataFormatError(
+                paths[0],
+                None,
+                f"{_group(lang)}expected at least 2 pairs with different gold scores (Spearman needs them), "
+                f"got {len(pairs)} pair(s) scored {pairs.gold[0]:g}",
+            )
     return STSTask(
         name=spec,
         languages=tuple(sets),
@@ -108,6 +143,18 @@ def _sts(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
 def _clustering(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
     groups, record = read_labelled_file(paths[0])
     groups = _keep_langs(groups, langs, spec)
+    for lang, data in groups.items():  # k = number of labels: 1 or one per row scores 100 for any model
+        distinct = len(set(data.labels.tolist()))
+        if distinct < 2 or distinct == len(data):
+            got = (
+                f"only {str(data.labels[0])!r}" if distinct < 2 else f"{distinct} rows with {distinct} labels"
+            )
+            raise DataFormatError(
+                paths[0],
+                None,
+                f"{_group(lang)}expected at least 2 labels and a label shared by 2 rows, got {got} "
+                "(k-means with that k scores 100 whatever the model)",
+            )
     return ClusteringTask(
         name=spec,
         languages=tuple(groups),
@@ -134,6 +181,15 @@ def _knn(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
             raise DataFormatError(
                 paths[0], None, f"expected at least 2 rows for lang {lang!r} (leave-one-out)"
             )
+    labels = [label for data in groups.values() for label in data.labels.tolist()]
+    if len(set(labels)) < 2 or len(set(labels)) == len(labels):  # 1-NN accuracy would be 100 or 0
+        got = f"only {labels[0]!r}" if len(set(labels)) < 2 else f"{len(labels)} rows with as many labels"
+        raise DataFormatError(
+            paths[0],
+            None,
+            f"expected at least 2 labels and a label shared by 2 rows, got {got} "
+            "(1-NN accuracy would be fixed whatever the model)",
+        )
     return UserKNNTask(
         name=spec,
         languages=tuple(groups),
@@ -158,6 +214,12 @@ def _classification(spec: str, paths: list[Path], langs, batch_size: int) -> Tas
     tests, test_record = read_classification_file(paths[1])
     tests = _keep_langs(tests, langs, spec)
     train = train_groups["all"]
+    if len(set(train.labels.tolist())) < 2:
+        raise DataFormatError(
+            paths[0],
+            None,
+            f"expected at least 2 labels to train a classifier, got only {str(train.labels[0])!r}",
+        )
     if any(isinstance(t, LabelledPairs) != isinstance(train, LabelledPairs) for t in tests.values()):
         kind = "sentence pairs" if isinstance(train, LabelledPairs) else "single texts"
         raise DataFormatError(paths[1], 1, f"expected {kind} like {paths[0].name}")
@@ -196,14 +258,27 @@ class UserBitextTask(Task):
 
 def _bitext(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
     src, tgt, records = read_bitext_files(paths[0], paths[1])
-    return UserBitextTask(
-        name=spec, languages=(), batch_size=batch_size, meta={"files": _records(*records)}, src=src, tgt=tgt
-    )
+    meta: dict = {"files": _records(*records)}
+    for path, lines in zip(paths, (src, tgt)):
+        count, first = repeated_lines(lines)
+        if first is None:
+            continue
+        # identical lines get identical vectors: which one is "nearest" is a tie, decided by position
+        message = (
+            f"{path}: {count} of {len(lines)} lines repeat an earlier line (first: line {first[1]} repeats "
+            f"line {first[0]}); retrieving those lines is a tie broken by position, so the accuracy "
+            "can be lower than for distinct lines"
+        )
+        warnings.warn(message, DataWarning, stacklevel=2)
+        meta.setdefault("repeated_lines", {})[str(path)] = count
+        meta.setdefault("warnings", []).append(message)
+    return UserBitextTask(name=spec, languages=(), batch_size=batch_size, meta=meta, src=src, tgt=tgt)
 
 
 @dataclass
 class UserRetrievalTask(Task):
-    """QAbot's metrics (MAP main, MRR, P@1, P@5) with every judged query ranking the whole corpus."""
+    """QAbot's metrics (MAP main, MRR, P@1, P@5) with every query that has a relevant document (relevance
+    > 0) ranking the whole corpus; queries judged only non-relevant have no AP and are left out."""
 
     files: RetrievalFiles | None = field(default=None, repr=False)
 
@@ -212,7 +287,7 @@ class UserRetrievalTask(Task):
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         f = self.files
-        judged = [(qid, text) for qid, text in zip(f.query_ids, f.queries) if qid in f.qrels]
+        judged = [(qid, text) for qid, text in zip(f.query_ids, f.queries) if _has_relevant(f, qid)]
         docs = np.asarray(encoder.encode(f.docs, batch_size=self.batch_size), dtype=np.float32)  # (n_docs, d)
         queries = np.asarray(
             encoder.encode([t for _, t in judged], batch_size=self.batch_size), dtype=np.float32
@@ -225,18 +300,27 @@ class UserRetrievalTask(Task):
             metrics["mrr"].append(reciprocal_rank(ranked))
             metrics["p@1"].append(precision_at_k(ranked, 1))
             metrics["p@5"].append(precision_at_k(ranked, 5))
-        self.meta.update(n_queries=len(judged), n_queries_unjudged=len(f.query_ids) - len(judged))
         scores = {name: 100.0 * float(np.mean(values)) for name, values in metrics.items()}
         return {"main_score": scores["map"], **scores}
 
 
+def _has_relevant(files: RetrievalFiles, qid: str) -> bool:
+    return any(value > 0 for value in files.qrels.get(qid, {}).values())
+
+
 def _retrieval(spec: str, paths: list[Path], langs, batch_size: int) -> Task:
     files = read_retrieval_files(*paths)
-    if not files.qrels:
-        raise DataFormatError(paths[2], None, "expected at least one judged query")
-    return UserRetrievalTask(
-        name=spec, languages=(), batch_size=batch_size, meta={"files": _records(*files.records)}, files=files
-    )
+    scored = sum(_has_relevant(files, qid) for qid in files.query_ids)
+    if not scored:
+        raise DataFormatError(paths[2], None, "expected at least one query with a relevant document (> 0)")
+    meta = {
+        "files": _records(*files.records),
+        "n_queries": scored,
+        # judged, but only with relevance 0: no relevant document, so no AP, MRR or P@k (left out)
+        "n_queries_no_relevant": sum(qid in files.qrels for qid in files.query_ids) - scored,
+        "n_queries_unjudged": sum(qid not in files.qrels for qid in files.query_ids),
+    }
+    return UserRetrievalTask(name=spec, languages=(), batch_size=batch_size, meta=meta, files=files)
 
 
 _BUILDERS: dict[str, Callable[..., Task]] = {
