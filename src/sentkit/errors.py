@@ -52,3 +52,8 @@ class InvalidArgument(SentkitError, ValueError):
 
 class OutputPathError(SentkitError, OSError):
     """An output location that cannot be written (a directory where a file goes, a path under a file)."""
+
+
+class TrainingDiverged(SentkitError, ArithmeticError):
+    """A training loss term, gradient norm, weight or evaluation score became NaN or Infinity: the run
+    stops at that step (the last complete checkpoint stays for a resume with a lower learning rate)."""
