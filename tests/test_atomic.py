@@ -49,12 +49,20 @@ def umask():
 @pytest.mark.parametrize("mask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
 def test_written_files_and_folders_follow_the_umask(tmp_path, umask, mask, file_mode, dir_mode):
     """mkstemp/mkdtemp make 0600/0700; the results must look like any other file the user writes."""
+    import torch
+    from safetensors.torch import save_file
+
     umask(mask)
     atomic_write_text(tmp_path / "r.txt", "x")
     with atomic_directory(tmp_path / "model") as tmp:
         (tmp / "weights").write_text("v1")
+        (tmp / "1_Pooling").mkdir()
+        save_file({"w": torch.zeros(2)}, tmp / "model.safetensors")  # safetensors itself writes 0600
     assert (tmp_path / "r.txt").stat().st_mode & 0o777 == file_mode
     assert (tmp_path / "model").stat().st_mode & 0o777 == dir_mode
+    assert (tmp_path / "model" / "1_Pooling").stat().st_mode & 0o777 == dir_mode
+    for name in ("weights", "model.safetensors"):
+        assert (tmp_path / "model" / name).stat().st_mode & 0o777 == file_mode, name
 
 
 def test_json_refuses_nan_and_names_the_key(tmp_path):

@@ -155,6 +155,9 @@ def test_torchrun_two_processes_match_one_process_with_double_batch(tmp_path, da
     single = train(TrainConfig(output_dir=str(tmp_path / "single"), batch_size=8, **common))
     ddp_results = json.loads((tmp_path / "ddp" / "results.json").read_text())
     assert ddp_results["world_size"] == WORLD
+    # the run's mean loss is averaged over the processes: the same as one process on the whole batch
+    single_loss = json.loads((single / "results.json").read_text())["train"]["train_loss"]
+    assert ddp_results["train"]["train_loss"] == pytest.approx(single_loss, rel=1e-4)
     a = load_file(tmp_path / "ddp" / "checkpoint-3" / "model.safetensors")
     b = load_file(single / "checkpoint-3" / "model.safetensors")
     for key in a:

@@ -79,3 +79,30 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, data_root):
     before = (resumed / "results.json").read_bytes()
     assert train(config, data=data, eval_task=task) == resumed
     assert (resumed / "results.json").read_bytes() == before
+
+
+def test_train_loss_is_the_mean_step_loss_with_and_without_a_resume(tmp_path, data_root):
+    import datasets
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    data = datasets.Dataset.from_dict({ANCHOR: stsb_sentences(data_root, 32)})  # 4 steps of 8
+    settings = dict(max_steps=4, save_steps=2)
+    # the reference: every step's loss, logged one by one
+    every = train(tiny_config(tmp_path / "every", model_dir, logging_steps=1, **settings), data=data)
+    state = json.loads((every / "checkpoint-4" / "trainer_state.json").read_text())
+    losses = [h["loss"] for h in state["log_history"] if "loss" in h]
+    assert len(losses) == 4
+    mean = sum(losses) / 4
+
+    # no logging step inside the run: the loss since the last log was counted twice (2 x mean)
+    quiet = train(tiny_config(tmp_path / "quiet", model_dir, logging_steps=50, **settings), data=data)
+    results = json.loads((quiet / "results.json").read_text())
+    assert results["train"]["train_loss"] == pytest.approx(mean, rel=1e-6)
+
+    config = tiny_config(tmp_path / "resumed", model_dir, logging_steps=50, **settings)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, data=data, callbacks=[Interrupt(3)])
+    resumed = train(config, data=data)
+    results = json.loads((resumed / "results.json").read_text())
+    assert results["resumed_from_step"] == 2
+    assert results["train"]["train_loss"] == pytest.approx(mean, rel=1e-6)

@@ -231,3 +231,26 @@ def test_objective_data_mismatch_is_explained(tmp_path, data_root):
     data = datasets.Dataset.from_dict({ANCHOR: stsb_sentences(data_root, 8)})
     with pytest.raises(ValueError, match=r"simcse-sup.*needs columns \['anchor', 'positive'\]"):
         train(tiny_config(tmp_path, model_dir, objective="simcse-sup"), data=data)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_run_files_get_the_modes_the_umask_gives(tmp_path, data_root, mask):
+    """safetensors writes 0600 files; best/ and checkpoints must look like any other file the user writes."""
+    import os
+    import stat
+
+    import datasets
+
+    model_dir = save_tiny_model(tmp_path / "tiny")
+    data = datasets.Dataset.from_dict({ANCHOR: stsb_sentences(data_root, 16)})
+    previous = os.umask(mask)
+    try:
+        run = train(tiny_config(tmp_path, model_dir, max_steps=1, save_steps=1), data=data)
+    finally:
+        os.umask(previous)
+    files = ["best/model.safetensors", "best/config.json", "checkpoint-1/model.safetensors"]
+    files += ["checkpoint-1/optimizer.pt", "checkpoint-1/trainer_state.json", "results.json", "config.yaml"]
+    for name in files:
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o666 & ~mask, name
+    for name in ("", "best", "best/1_Pooling", "checkpoint-1"):
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o777 & ~mask, name

@@ -127,15 +127,31 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
+def apply_default_modes(folder: str | Path) -> None:
+    """Give `folder`, every folder in it 0o777 & ~umask and every file 0o666 & ~umask: the modes open()
+    and mkdir() give, which writers that go through temporary files (mkstemp, safetensors: 0600) do not."""
+    mask = _umask()
+    folder = Path(folder)
+    os.chmod(folder, 0o777 & ~mask)
+    for root, dirs, files in os.walk(folder):  # symlinks are left alone (chmod would follow them)
+        for name in dirs:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), 0o777 & ~mask)
+        for name in files:
+            if not os.path.islink(os.path.join(root, name)):
+                os.chmod(os.path.join(root, name), 0o666 & ~mask)
+
+
 @contextmanager
 def atomic_directory(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary sibling directory; on success it replaces `path` in one rename."""
+    """Yield a temporary sibling directory; on success it replaces `path` in one rename, with the modes
+    a plain mkdir / open would have given (folders 0o777 & ~umask, files 0o666 & ~umask)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders
     try:
         yield tmp
+        apply_default_modes(tmp)  # mkdtemp makes 0700 folders, safetensors 0600 files
         old = None
         if path.exists():
             old = path.with_name(f".{path.name}.old")

@@ -404,10 +404,19 @@ def _cmd_train(argv: list[str]) -> int:
     flags = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     # every value is checked here, before torch is imported, any model loads or anything is written
     config = load_config(args.config, flags) if args.config else TrainConfig().with_flags(flags)
+    from sentkit.training.results import test_failures
     from sentkit.training.run import train
 
-    out = train(config)
+    out = train(config, config_file=args.config)
     print(f"run: {out}")
+    failed = test_failures(out)
+    if failed:
+        print(
+            f"sentkit: {len(failed)} test task(s) failed ({', '.join(failed)}); "
+            f"errors recorded in {out / 'results.json'}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -57,3 +57,8 @@ class OutputPathError(SentkitError, OSError):
 class DataWarning(UserWarning):
     """Input that is valid but may not measure what the user expects (repeated bitext lines): `sentkit`
     prints it as one `sentkit: warning:` line; the results file records it too."""
+
+
+class TrainingDiverged(SentkitError, ArithmeticError):
+    """A training loss term, gradient norm, weight or evaluation score became NaN or Infinity: the run
+    stops at that step (the last complete checkpoint stays for a resume with a lower learning rate)."""

@@ -110,3 +110,92 @@ def test_last_batch_of_one_row_is_dropped(tmp_path, tiny, data_root):
     run = train(tiny_config(tmp_path, model_dir, max_steps=-1, epochs=1, save_steps=10), data=data)
     results = json.loads((run / "results.json").read_text())
     assert results["global_step"] == 2  # not 3: the one-row batch has nothing to contrast (loss 0)
+
+
+# ---- one training per folder --------------------------------------------------------------------------
+def _hold_lock_in_another_process(folder):
+    """A process that takes the run lock and sleeps; returns it once it holds the lock."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time\n"
+        "from sentkit.training.run_lock import RunLock\n"
+        "lock = RunLock(sys.argv[1]).__enter__()\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_second_training_into_a_locked_folder_is_refused_and_a_killed_holder_frees_it(tmp_path, tiny, capsys):
+    import signal
+
+    from sentkit.cli import main
+    from sentkit.training.run_lock import LOCK_FILE
+
+    model_dir, data = tiny
+    run = tmp_path / "run"
+    holder = _hold_lock_in_another_process(run)
+    try:
+        with pytest.raises(ConfigError, match=rf"^output_dir: {run} is in use by another sentkit training"):
+            train(tiny_config(tmp_path, model_dir, max_steps=2, save_steps=2), data=data)
+        argv = ["train", "--model", model_dir, "--output-dir", str(run), "--data", "unused.txt"]
+        assert main([*argv, "--eval-task", "", "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"output_dir: {run} is in use by another sentkit training" in err
+        assert [p.name for p in run.iterdir()] == [LOCK_FILE]  # nothing written by the refused runs
+    finally:
+        holder.send_signal(signal.SIGKILL)  # a crash: the OS drops the lock, the file stays
+        holder.wait()
+    assert (run / LOCK_FILE).exists()
+    done = train(tiny_config(tmp_path, model_dir, max_steps=2, save_steps=2), data=data)
+    assert json.loads((done / "results.json").read_text())["global_step"] == 2
+    assert not (run / LOCK_FILE).exists()  # released (and removed) when the run ends
+
+
+def test_lock_is_exclusive_within_one_process_and_released_on_error(tmp_path):
+    from sentkit.training.run_lock import RunLock
+
+    folder = tmp_path / "run"
+    with RunLock(folder):
+        with pytest.raises(ConfigError, match="is in use by another sentkit training"):
+            RunLock(folder).__enter__()
+    assert not folder.exists()  # absent before, empty after: removed with the lock
+    with pytest.raises(RuntimeError), RunLock(folder):
+        raise RuntimeError("boom")
+    with RunLock(folder):  # free again after an exception
+        pass
+
+
+# ---- resume checks the data ---------------------------------------------------------------------------
+def test_resume_on_changed_data_is_refused_and_data_is_recorded(tmp_path, tiny, data_root):
+    from sentkit.cache import sha256_file
+
+    model_dir, _ = tiny
+    data = tmp_path / "data.txt"
+    data.write_text("\n".join(stsb_sentences(data_root, 16)) + "\n", encoding="utf-8")
+    config = tiny_config(tmp_path, model_dir, data=str(data), max_steps=4, save_steps=2)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, callbacks=[StopAt(3)])
+    run = tmp_path / "run"
+    original = data.read_bytes()
+    first_sha = sha256_file(data)
+    data.write_text("\n".join(stsb_sentences(data_root, 16, start=16)) + "\n", encoding="utf-8")
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(ConfigError) as err:
+        train(config)
+    assert str(err.value) == (
+        f"{run}: the run being resumed started on other training data: {data.resolve()} (16 rows, sha256 "
+        f"{first_sha[:12]}), now {data.resolve()} (16 rows, sha256 {sha256_file(data)[:12]}); resume on "
+        "the same data, or pass --overwrite to start over"
+    )
+    assert sorted(p.name for p in run.iterdir()) == before
+    data.write_bytes(original)
+    train(config)  # the same data again: resumes
+    results = json.loads((run / "results.json").read_text())
+    assert results["resumed_from_step"] == 2
+    assert results["data"]["path"] == str(data.resolve()) and results["data"]["sha256"] == first_sha
+    assert results["data"]["rows"] == 16 and results["data"]["spec"] == str(data)

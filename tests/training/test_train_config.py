@@ -98,3 +98,16 @@ def test_staged_config_chains_models_and_applies_flags(tmp_path):
     path.write_text("stages:\n  - {data: a.csv, batch_size: 0}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"stages\[0\]:2: batch_size: expected a positive integer, got 0"):
         load_config(path)
+
+
+def test_key_given_twice_is_refused_naming_file_line_and_key(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("lr: 0.001\nbatch_size: 8\nlr: 0.01\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        TrainConfig.from_yaml(path)
+    assert str(err.value) == f"{path}:3: lr: given twice (first on line 1); keep one"
+    path.write_text("stages:\n  - data: a.csv\n    seed: 1\n    seed: 2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"run.yaml:4: seed: given twice \(first on line 3\); keep one$"):
+        load_config(path)
+    path.write_text("lr: 0.001\nbatch_size: 8\n", encoding="utf-8")  # still plain safe YAML otherwise
+    assert TrainConfig.from_yaml(path).batch_size == 8

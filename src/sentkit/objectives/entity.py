@@ -17,12 +17,21 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, NEGATIVE_ENTITY_IDS
 from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, CheckedOptions
 from sentkit.objectives.simcse import encode_views, info_nce
 from sentkit.objectives.supervised import weighted_hard_negative_loss
 
 
 @dataclass
-class EaseConfig:
+class EaseConfig(CheckedOptions):
+    RANGES = {
+        "temperature": POSITIVE_NUMBER,
+        "entity_temperature": POSITIVE_NUMBER,
+        "entity_weight": NON_NEGATIVE_NUMBER,
+        "num_entities": POSITIVE_INT,
+        "entity_lr": NON_NEGATIVE_NUMBER,
+    }
+
     temperature: float = 0.05
     """tau of the dropout loss (EASE eq. 3): SimCSE's 0.05, as in EASE's released config (simcse_temp)."""
     entity_temperature: float = 0.05

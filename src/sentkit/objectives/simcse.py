@@ -12,6 +12,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR
 from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.options import POSITIVE_NUMBER, CheckedOptions
 
 
 def cosine_logits(a: torch.Tensor, b: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -46,7 +47,9 @@ def encode_views(
 
 
 @dataclass
-class SimCSEUnsupConfig:
+class SimCSEUnsupConfig(CheckedOptions):
+    RANGES = {"temperature": POSITIVE_NUMBER}
+
     temperature: float = 0.05
     """Softmax temperature: 0.05, SimCSE sec. 3 / appendix D (EASE uses the same)."""
 

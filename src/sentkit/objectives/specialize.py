@@ -20,6 +20,15 @@ from torch import nn
 from sentkit.datasets.columns import ADVERSARIAL, ANCHOR, LABEL
 from sentkit.errors import ConfigError, DataFormatError
 from sentkit.objectives.gather import is_distributed
+from sentkit.objectives.options import (
+    DROPOUT_RATE,
+    NON_NEGATIVE_INT,
+    NON_NEGATIVE_NUMBER,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    UNIT_INTERVAL,
+    CheckedOptions,
+)
 from sentkit.objectives.simcse import encode_views
 
 
@@ -119,7 +128,9 @@ class LanguageCritic(nn.Module):
 
 # ---- configs -----------------------------------------------------------------------------------------
 @dataclass
-class SoftmaxConfig:
+class SoftmaxConfig(CheckedOptions):
+    RANGES = {"num_classes": POSITIVE_INT, "head_lr": POSITIVE_NUMBER}
+
     num_classes: int = 32
     """Size of the classifier: label ids must be < num_classes. Not a paper value: MARC's product_category
     has 31 classes; set it to your label count (objective_options num_classes=N)."""
@@ -128,7 +139,23 @@ class SoftmaxConfig:
 
 
 @dataclass
-class EmuConfig:
+class EmuConfig(CheckedOptions):
+    RANGES = {
+        "num_classes": POSITIVE_INT,
+        "alpha": POSITIVE_NUMBER,
+        "center_loss_weight": NON_NEGATIVE_NUMBER,
+        "head_lr": POSITIVE_NUMBER,
+        "center_rate": UNIT_INTERVAL,
+        "adversarial_weight": NON_NEGATIVE_NUMBER,
+        "critic_steps": POSITIVE_INT,
+        "critic_lr": POSITIVE_NUMBER,
+        "critic_clip": POSITIVE_NUMBER,
+        "critic_hidden": POSITIVE_INT,
+        "critic_layers": NON_NEGATIVE_INT,
+        "critic_dropout": DROPOUT_RATE,
+        "max_length": POSITIVE_INT,
+    }
+
     num_classes: int = 32
     """Size of the classifier (label ids < num_classes); data-dependent (MARC product_category: 31)."""
     alpha: float = 50.0
@@ -191,14 +218,18 @@ class EmuParallelConfig(EmuConfig):
 
 
 @dataclass
-class ContrastiveConfig:
+class ContrastiveConfig(CheckedOptions):
+    RANGES = {"margin": POSITIVE_NUMBER}
+
     margin: float = 1.0
     """Margin on the Euclidean distance of unit vectors (cosine < 0.5 for different labels). Emu names
     the baseline (Hadsell et al. 2006) without a value; 1.0 is our choice."""
 
 
 @dataclass
-class NPairConfig:
+class NPairConfig(CheckedOptions):
+    RANGES = {"l2_weight": NON_NEGATIVE_NUMBER}
+
     l2_weight: float = 0.002
     """Embedding L2 regularizer of the N-pair loss: 0.002, Sohn 2016 (sec. 4); Emu gives none."""
 

@@ -12,6 +12,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
 from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_NUMBER, CheckedOptions
 from sentkit.objectives.simcse import cosine_logits, encode_views, info_nce
 
 
@@ -43,7 +44,9 @@ def weighted_hard_negative_loss(
 
 
 @dataclass
-class SimCSESupConfig:
+class SimCSESupConfig(CheckedOptions):
+    RANGES = {"temperature": POSITIVE_NUMBER, "hard_negative_weight": NON_NEGATIVE_NUMBER}
+
     temperature: float = 0.05
     """Softmax temperature: 0.05, SimCSE sec. 4 (supervised NLI setting), also JCSE and the AMR paper."""
     hard_negative_weight: float = 1.0

@@ -3,15 +3,20 @@ objective hooks below. Resume, DDP (torchrun / accelerate launch), bf16, gradien
 checkpoint rotation come from `transformers.Trainer`.
 
 Modules, one job each: `config` (TrainConfig / StagedConfig, checked where parsed), `data` (rows +
-collator), `trainer` (SentenceTrainer), `run_dir` (start / resume / no-op / refuse), `results`
-(results.json, totals over resumes), `hooks` (what an objective may declare), `run` (`train`).
+collator, the data record), `trainer` (SentenceTrainer), `run_dir` (start / resume / no-op / refuse),
+`run_lock` (one training per folder), `results` (results.json, totals over resumes), `hooks` (what an
+objective may declare), `run` (`train`).
 
-Run directory (`output_dir`): config.yaml, metrics.jsonl (one row per evaluation), checkpoint-N/ (the
-objective's full state: encoder and auxiliary modules, optimizers, schedule, RNG, run totals), best/ (a
-plain sentence-transformers model: the encoder only), best.json, results.json (written last).
+Run directory (`output_dir`): config.yaml, data.json (the training data's path, sha256 and rows
+sha256), metrics.jsonl (one row per evaluation), checkpoint-N/ (the objective's full state: encoder and
+auxiliary modules, optimizers, schedule, RNG, run totals), best/ (a plain sentence-transformers model:
+the encoder only), best.json, results.json (written last), .sentkit.lock while a training runs.
 - A folder that holds a run is refused unless `overwrite`; the same config with a checkpoint resumes
   (bit-exact); a finished run (results.json) with the same config is a no-op; a resume that would change
-  the planned number of optimizer steps (max_steps / epochs) is refused, as its schedule ends there.
+  the planned number of optimizer steps (max_steps / epochs) or the training rows is refused; `lr` and
+  `max_grad_norm` may change on resume (the schedule goes on from the checkpoint's step, scaled).
+- A NaN or infinite loss term, gradient norm, weight or evaluation score stops the run at that step
+  (TrainingDiverged); checkpoints, best/ and metrics.jsonl only ever hold finite numbers.
 - results.json's `train` adds up every part of a resumed run (steps, mean loss, seconds, parts).
 - A fresh run that fails before its first checkpoint removes what it wrote.
 - Objectives that contrast rows (`min_batch_rows`, default 2) refuse smaller data or batches, and a last

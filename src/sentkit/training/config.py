@@ -16,11 +16,15 @@ from sentkit.errors import ConfigError, MissingDataError
 
 # Fields that may change between an interrupted run and the command that resumes it. `max_steps` and
 # `epochs` may change only while the planned number of optimizer steps stays the same (the learning-rate
-# schedule is built for that number; the trainer checks it once the data is known).
+# schedule is built for that number; the trainer checks it once the data is known). `lr` and
+# `max_grad_norm` may change so a diverged run can go on from its last checkpoint more gently: the
+# schedule continues from that step, scaled to the new peak rate.
 RESUMABLE_CHANGES = frozenset(
     {"max_steps", "epochs", "eval_steps", "save_steps", "save_total_limit", "logging_steps", "test_tasks"}
-    | {"num_workers", "progress", "overwrite", "data_root"}
+    | {"num_workers", "progress", "overwrite", "data_root", "lr", "max_grad_norm"}
 )
+# of those, the ones that make a finished run another run (its schedule is spent)
+TRAINING_CHANGES = frozenset({"max_steps", "epochs", "lr", "max_grad_norm"})
 POOLINGS = ("auto", "cls", "cls_mlp", "mean")
 
 
@@ -343,9 +347,13 @@ def _read_yaml(path: Path) -> tuple[dict, dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
         node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader: plain data only
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: expected a UTF-8 YAML file ({err.reason} at byte {err.start})") from None
+    except _DuplicateKey as err:
+        raise ConfigError(
+            f"{path}:{err.line}: {err.key}: given twice (first on line {err.first_line}); keep one"
+        ) from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -356,6 +364,38 @@ def _read_yaml(path: Path) -> tuple[dict, dict[str, Any]]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: expected a mapping of TrainConfig fields, got {type(data).__name__}")
     return data, _key_lines(node)
+
+
+class _DuplicateKey(Exception):
+    """A key given twice in one YAML mapping (PyYAML would keep the last one silently)."""
+
+    def __init__(self, key: str, line: int, first_line: int) -> None:
+        super().__init__(key, line, first_line)
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+def _unique_key_loader():
+    """yaml.SafeLoader that raises _DuplicateKey for a repeated key in any mapping, at any depth."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` merges, not a key
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        if key in seen:
+                            raise _DuplicateKey(str(key), line, seen[key])
+                        seen[key] = line
+                    except TypeError:  # an unhashable key: SafeLoader reports it itself
+                        continue
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
 
 
 def _key_lines(node) -> dict[str, Any]:

@@ -3,6 +3,8 @@ collator that tokenizes text columns and tensorises integer id columns per batch
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,60 @@ def checked_training_rows(dataset, objective, name: str, batch_size: int, world_
     # the last batch holds len % batch_size rows: below `need` its loss is 0 (nothing to contrast)
     drop_last = 0 < len(dataset) % batch_size < need
     return dataset, drop_last
+
+
+DATA_RECORD_FILE = "data.json"
+
+
+def data_record(spec, dataset) -> dict[str, Any]:
+    """Provenance of the rows a run trains on: the spec as given, its absolute path and (for a file) sha256,
+    and a sha256 of the rows themselves, which a resume must find again (`check_same_data`)."""
+    from sentkit.training_data.triplets import CORPORA
+
+    record: dict[str, Any] = {"spec": None, "path": None, "sha256": None}
+    if isinstance(spec, (str, Path)) and str(spec).strip():
+        record["spec"] = str(spec)
+        path = Path(str(spec).strip()).expanduser()
+        if str(spec).strip() not in CORPORA and path.exists():  # a corpus name wins over a local path
+            record["path"] = str(path.resolve())
+            if path.is_file():
+                from sentkit.cache import sha256_file
+
+                record["sha256"] = sha256_file(path)
+    record["rows"] = len(dataset)
+    record["rows_sha256"] = rows_sha256(dataset)
+    return record
+
+
+def rows_sha256(dataset) -> str:
+    """sha256 of the column names and every row's values, in order (any loader, any source)."""
+    digest = hashlib.sha256(json.dumps(dataset.column_names).encode("utf-8"))
+    for batch in dataset.iter(batch_size=4096):
+        digest.update(json.dumps(batch, ensure_ascii=False, sort_keys=True, default=str).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def check_same_data(run_dir: Path, record: dict[str, Any]) -> None:
+    """Refuse (one line) to resume a run on rows other than those it started on (its data.json)."""
+    path = run_dir / DATA_RECORD_FILE
+    if not path.is_file():  # a run from before data.json was written: nothing to compare with
+        return
+    old = json.loads(path.read_text(encoding="utf-8"))
+    if old.get("rows_sha256") == record["rows_sha256"]:
+        return
+
+    # the file's sha256 when both runs read a file and it changed (what `sha256sum` shows), else the rows'
+    key = "sha256" if old.get("sha256") and record["sha256"] and old["sha256"] != record["sha256"] else None
+    label = "sha256" if key else "rows sha256"
+
+    def describe(r: dict) -> str:
+        where = r.get("path") or r.get("spec") or "rows passed in Python"
+        return f"{where} ({r.get('rows')} rows, {label} {str(r.get(key or 'rows_sha256'))[:12]})"
+
+    raise ConfigError(
+        f"{run_dir}: the run being resumed started on other training data: {describe(old)}, now "
+        f"{describe(record)}; resume on the same data, or pass --overwrite to start over"
+    )
 
 
 def _is_int_feature(feature) -> bool:

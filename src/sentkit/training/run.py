@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,21 +20,26 @@ from sentkit.atomic import atomic_write_json, atomic_write_text
 from sentkit.errors import ConfigError, SentkitError
 from sentkit.training.config import RESUMABLE_CHANGES, StagedConfig, TrainConfig
 from sentkit.training.data import (
+    DATA_RECORD_FILE,
     SentenceCollator,
+    check_same_data,
     checked_training_rows,
+    data_record,
     extra_text_columns,
     int_columns,
     training_rows,
 )
-from sentkit.training.results import run_results
+from sentkit.training.results import checked_test_tasks, run_paths, run_results
 from sentkit.training.run_dir import (
     checkpoint_state,
+    clear_run_dir,
     holds_run,
     incomplete_checkpoints,
     plan_run,
     read_metrics,
     remove_failed_run,
 )
+from sentkit.training.run_lock import RunLock, run_entries
 from sentkit.training.trainer import ProgressPostfix, SentenceTrainer, read_totals
 
 
@@ -77,10 +83,25 @@ def checked_objective(config: TrainConfig) -> tuple[type, dict]:
     cls = OBJECTIVES.get(config.objective)  # UnknownName with close matches
     overrides = config.objective_overrides()
     try:
-        objective_config(config.objective, **overrides)
+        objective_config(config.objective, **overrides)  # types and ranges: `sentkit.objectives.options`
     except (TypeError, ValueError) as err:
         raise ConfigError(f"objective {config.objective!r}: {err}") from None
     return cls, overrides
+
+
+def checked_eval_task(config: TrainConfig):
+    """The model-selection Task (None without one), built before any model loads: an unknown name or a
+    missing or malformed user file is one line naming `eval_task`."""
+    from sentkit.tasks import get_task
+
+    if not config.eval_task:
+        return None
+    try:
+        return get_task(
+            config.eval_task, data_root=config.data_root or None, batch_size=config.eval_batch_size
+        )
+    except SentkitError as err:
+        raise ConfigError(f"eval_task: {' '.join(str(err).split())}") from None
 
 
 def train(
@@ -89,45 +110,54 @@ def train(
     data=None,
     eval_task=None,
     callbacks: Sequence[TrainerCallback] = (),
+    config_file: str | Path | None = None,
 ) -> Path:
     """Train `config.model` with `config.objective` into `config.output_dir` and return that folder.
 
-    Starts, resumes, does nothing (finished run) or refuses as `sentkit.training.run_dir` says. `data` (a
-    Dataset or callable) replaces `config.data`; `eval_task` (a Task) replaces `config.eval_task`.
+    Starts, resumes, does nothing (finished run) or refuses as `sentkit.training.run_dir` says; a second
+    training into the same folder meanwhile is refused (`sentkit.training.run_lock`). `data` (a Dataset or
+    callable) replaces `config.data`; `eval_task` (a Task) replaces `config.eval_task`; `config_file` (the
+    YAML it came from) is recorded in results.json. A diverging run raises TrainingDiverged.
     """
     if isinstance(config, StagedConfig):
         if data is not None or eval_task is not None:
             raise ConfigError("stages: set data and eval_task per stage in the config, not as arguments")
-        return train_stages(config, callbacks=callbacks)
-    from sentkit.tasks import get_task
+        return train_stages(config, callbacks=callbacks, config_file=config_file)
+    # torchrun and accelerate launch set RANK and WORLD_SIZE before any process group exists
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    # every name, option and user file is checked before the folder is locked or any model loads
+    checked = checked_objective(config)
+    checked_test_tasks(config)
+    task = eval_task if eval_task is not None else checked_eval_task(config)
+    with RunLock(config.output_dir) if main_process else contextlib.nullcontext():
+        return _train_locked(config, checked, task, data, callbacks, config_file, main_process)
 
+
+def _train_locked(config, checked, task, data, callbacks, config_file, main_process: bool) -> Path:
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     run_dir = Path(config.output_dir)
-    # torchrun and accelerate launch set RANK and WORLD_SIZE before any process group exists
-    main_process = int(os.environ.get("RANK", "0")) == 0
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    objective_cls, overrides = checked_objective(config)
+    objective_cls, overrides = checked
     start = plan_run(run_dir, config, RESUMABLE_CHANGES)  # read only: every process decides the same
     if start.action == "finished":
         if main_process:
             print(f"{run_dir}: finished run (results.json); nothing to do (--overwrite to train it again)")
         return run_dir
     checkpoint = start.checkpoint
-    dataset = training_rows(data if data is not None else config.data, config.data_root)
+    spec = data if data is not None else config.data
+    dataset = training_rows(spec, config.data_root)
     dataset, drop_last = checked_training_rows(
         dataset, objective_cls, config.objective, config.batch_size, world_size, config.max_train_samples
     )
-    task = eval_task
-    if task is None and config.eval_task:
-        task = get_task(
-            config.eval_task, data_root=config.data_root or None, batch_size=config.eval_batch_size
-        )
+    data_info = data_record(spec, dataset)
+    if start.action == "resume":
+        check_same_data(run_dir, data_info)
 
     args = _training_arguments(config, run_dir, task is not None, checkpoint is None, drop_last)
     _barrier(args)  # every process has read the folder before process 0 changes it
     if main_process and start.delete:
-        shutil.rmtree(run_dir)
+        clear_run_dir(run_dir)
     resumed_step = int(checkpoint.name.rsplit("-", 1)[-1]) if checkpoint else 0
     metrics_rows = read_metrics(run_dir, resumed_step) if checkpoint else []
     try:
@@ -152,17 +182,20 @@ def train(
             totals=read_totals(checkpoint),
         )
         trainer.add_callback(ProgressPostfix(trainer))
-        trainer.add_callback(_StartRunDir(run_dir, config, checkpoint, main_process))
+        trainer.add_callback(_StartRunDir(run_dir, config, checkpoint, main_process, data_info))
         output = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if task is not None and (
             not trainer.metrics_rows or trainer.metrics_rows[-1]["step"] != trainer.state.global_step
         ):
             trainer.evaluate()  # the last step is always scored, so the best model is chosen over the whole run
         if task is None and main_process:
-            encoder.save(run_dir / "best")
+            trainer.save_best()
+        totals = trainer.totals_now()  # every process: the loss is averaged over them
         _barrier(args)
         if main_process:
-            results = run_results(config, trainer, output, overrides, started, t0, resumed_step)
+            results = run_results(
+                config, trainer, output, overrides, started, t0, resumed_step, totals, data_info, config_file
+            )
             atomic_write_json(run_dir / "results.json", results)
     except BaseException:
         if main_process:
@@ -176,7 +209,7 @@ class _StartRunDir(TrainerCallback):
     config.yaml, so a run refused or failing while loading leaves the folder as it was."""
 
     def __init__(
-        self, run_dir: Path, config: TrainConfig, checkpoint: Path | None, main_process: bool
+        self, run_dir: Path, config: TrainConfig, checkpoint: Path | None, main_process: bool, data: dict
     ) -> None:
         self.run_dir, self.config, self.checkpoint, self.main_process = (
             run_dir,
@@ -184,6 +217,7 @@ class _StartRunDir(TrainerCallback):
             checkpoint,
             main_process,
         )
+        self.data = data
 
     def on_train_begin(self, args, state, control, **kwargs):
         if not self.main_process:
@@ -192,21 +226,35 @@ class _StartRunDir(TrainerCallback):
         for stale in incomplete_checkpoints(self.run_dir, self.checkpoint):
             shutil.rmtree(stale, ignore_errors=True)
         atomic_write_text(self.run_dir / "config.yaml", _yaml(self.config.to_dict()))
+        atomic_write_json(self.run_dir / DATA_RECORD_FILE, self.data)  # what a resume must train on
 
 
-def train_stages(plan: StagedConfig, *, callbacks: Sequence[TrainerCallback] = ()) -> Path:
+def train_stages(
+    plan: StagedConfig,
+    *,
+    callbacks: Sequence[TrainerCallback] = (),
+    config_file: str | Path | None = None,
+) -> Path:
     """Run each stage into `<output_dir>/<name>` (a finished stage is skipped, an interrupted one resumes);
     `<output_dir>/results.json` lists every stage's results once the last one has finished."""
     top = Path(plan.output_dir)
-    if plan.overwrite and top.exists():
-        entries = list(top.iterdir()) if top.is_dir() else [top]
+    if top.exists() and not top.is_dir():
+        raise ConfigError(f"output_dir: {top} is a file, expected a folder")
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    with RunLock(top) if main_process else contextlib.nullcontext():
+        return _train_stages_locked(plan, top, callbacks, config_file)
+
+
+def _train_stages_locked(plan: StagedConfig, top: Path, callbacks, config_file) -> Path:
+    if plan.overwrite and top.is_dir():
+        entries = run_entries(top)
         if entries and not (holds_run(top) or all(holds_run(e) for e in entries)):
             raise ConfigError(f"output_dir: {top} is not a sentkit run directory; refusing to delete it")
-        shutil.rmtree(top)
+        clear_run_dir(top)
     trained = False
     for stage in plan.stages:
         before = (Path(stage.output_dir) / "results.json").stat().st_mtime_ns if _finished(stage) else None
-        train(stage, callbacks=callbacks)
+        train(stage, callbacks=callbacks, config_file=config_file)
         trained |= before is None or (Path(stage.output_dir) / "results.json").stat().st_mtime_ns != before
     # each stage checked its own config; the summary changes only when a stage trained or the list did
     if int(os.environ.get("RANK", "0")) == 0 and (trained or _stage_names(top) != plan.names):
@@ -220,6 +268,11 @@ def train_stages(plan: StagedConfig, *, callbacks: Sequence[TrainerCallback] = (
             {
                 "stages": stages,
                 "best_model": str(Path(plan.stages[-1].output_dir) / "best"),
+                "paths": {
+                    **run_paths(plan.stages[0], config_file),
+                    "output_dir": str(top.resolve()),
+                    "best_model": str((Path(plan.stages[-1].output_dir) / "best").resolve()),
+                },
                 "config": plan.to_dict(),
             },
         )

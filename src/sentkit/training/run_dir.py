@@ -6,6 +6,7 @@
 - any other run (config.yaml, results.json or best/ without a checkpoint to resume, or a different
   config): refused unless `overwrite`, which deletes the run first.
 A fresh run that fails before its first checkpoint removes what it wrote, so no half-run is left behind.
+The lock file (`sentkit.training.run_lock`) is never part of a run: ignored, kept when a run is cleared.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from sentkit.atomic import atomic_write_text
 from sentkit.errors import ConfigError
+from sentkit.training.run_lock import run_entries
 
 RUN_MARKERS = ("config.yaml", "results.json", "best")
 
 
 def write_metrics(run_dir: Path, rows: list[dict]) -> None:
-    """metrics.jsonl: one JSON line per evaluation, rewritten whole and atomically."""
-    atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    """metrics.jsonl: one strict-JSON line per evaluation (NaN refused), rewritten whole and atomically."""
+    atomic_write_text(run_dir / "metrics.jsonl", "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
 
 
 def read_metrics(run_dir: Path, up_to_step: int | None = None) -> list[dict]:
@@ -100,17 +102,20 @@ def plan_run(run_dir: Path, config, free_changes: frozenset[str]) -> RunStart:
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"output_dir: {run_dir} is a file, expected a folder")
     if config.overwrite and run_dir.is_dir():
-        if any(run_dir.iterdir()) and not holds_run(run_dir):
+        if run_entries(run_dir) and not holds_run(run_dir):
             raise ConfigError(f"output_dir: {run_dir} is not a sentkit run directory; refusing to delete it")
         return RunStart("fresh", delete=True)
-    existing = frozenset(p.name for p in run_dir.iterdir()) if run_dir.is_dir() else frozenset()
+    existing = frozenset(p.name for p in run_entries(run_dir)) if run_dir.is_dir() else frozenset()
     if not holds_run(run_dir):
         return RunStart("fresh", existing=existing)
     finished = (run_dir / "results.json").is_file()
-    if finished:  # a finished run's schedule is spent: more steps is a new run, not a resume
-        free_changes = free_changes - {"max_steps", "epochs"}
-    diffs = _config_changes(run_dir, config, free_changes)
     checkpoint = latest_checkpoint(run_dir)
+    if finished or checkpoint is None:
+        # a spent schedule or none to go on from: more steps or another lr is a new run, not a resume
+        from sentkit.training.config import TRAINING_CHANGES
+
+        free_changes = free_changes - TRAINING_CHANGES
+    diffs = _config_changes(run_dir, config, free_changes)
     if diffs:
         kind = "finished run" if finished else "run"
         raise ConfigError(
@@ -147,15 +152,24 @@ def remove_failed_run(run_dir: Path, start: RunStart) -> None:
     folder when it did not exist or was empty), so no config.yaml-only folder is left behind."""
     if start.action != "fresh" or not run_dir.is_dir() or latest_checkpoint(run_dir) is not None:
         return
-    for entry in run_dir.iterdir():
-        if entry.name in start.existing:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+    _remove_entries(run_dir, keep=start.existing)
     if not start.existing:
         try:
-            run_dir.rmdir()
+            run_dir.rmdir()  # fails while the run's lock file is there: the lock removes the folder then
         except OSError:
             pass
+
+
+def clear_run_dir(run_dir: Path) -> None:
+    """`overwrite`: delete the old run, everything in the folder but the lock this process holds."""
+    _remove_entries(run_dir, keep=frozenset(), ignore_errors=False)
+
+
+def _remove_entries(run_dir: Path, keep: frozenset[str], ignore_errors: bool = True) -> None:
+    for entry in run_entries(run_dir):
+        if entry.name in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=ignore_errors)
+        else:
+            entry.unlink(missing_ok=True)

@@ -4,6 +4,7 @@ objective hooks of `sentkit.training.hooks` (parameter groups, extra optimizers 
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from pathlib import Path
@@ -13,12 +14,12 @@ import numpy as np
 import torch
 from transformers import Trainer, TrainerCallback
 
-from sentkit.atomic import atomic_write_json
+from sentkit.atomic import apply_default_modes, atomic_write_json
 from sentkit.datasets.columns import TEXT_COLUMNS
-from sentkit.errors import ConfigError
+from sentkit.errors import ConfigError, TrainingDiverged
 from sentkit.training.hooks import objective_extra_optimizers, objective_param_groups
 from sentkit.training.results import TOTALS_FILE, RunTotals
-from sentkit.training.run_dir import write_metrics
+from sentkit.training.run_dir import latest_checkpoint, write_metrics
 
 EXTRA_OPTIMIZERS_FILE = "extra_optimizers.pt"
 
@@ -28,6 +29,8 @@ class SentenceTrainer(Trainer):
 
     `planned_steps` (from the checkpoint being resumed) guards the learning-rate schedule; `totals`
     (also from that checkpoint) are the steps, loss and time of the run's earlier parts.
+    A NaN or infinite loss term, gradient norm, weight or evaluation score stops the run at that step
+    (TrainingDiverged) before anything non-finite is logged, checkpointed or saved as best/.
     """
 
     def __init__(
@@ -50,6 +53,7 @@ class SentenceTrainer(Trainer):
         self.planned_steps = planned_steps
         self.totals = totals or RunTotals()
         self._term_sums: dict[str, torch.Tensor] = {}
+        self._loss_sum: torch.Tensor | None = None  # this process's per-step losses since it started
         self._term_step: int | None = None  # step of the last log; set at the first step of this process
         self._sentences = 0
         self._clock = time.perf_counter()
@@ -65,6 +69,7 @@ class SentenceTrainer(Trainer):
     # ---- training --------------------------------------------------------------------------------------
     def train(self, *args, **kwargs):
         self._segment_start = time.perf_counter()
+        self._loss_sum = None
         return super().train(*args, **kwargs)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -72,6 +77,7 @@ class SentenceTrainer(Trainer):
             self._term_step, self._clock = self.state.global_step, time.perf_counter()
         terms = model(inputs)
         loss = sum(terms.values())
+        self._check_finite({**terms, "total": loss}, "loss term")
         for name, value in terms.items():
             # scaled like the Trainer's own loss, so a logged term is a mean per optimizer step
             self._add_term(name, value.detach() / self.current_gradient_accumulation_steps)
@@ -84,7 +90,9 @@ class SentenceTrainer(Trainer):
         if self.extra_optimizers and self._inner_done_at != self.state.global_step:
             self._inner_done_at = self.state.global_step
             self._inner_steps(inputs)
-        return super().training_step(model, inputs, num_items_in_batch)
+        loss = super().training_step(model, inputs, num_items_in_batch)  # detached, scaled like the log
+        self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
+        return loss
 
     def _inner_steps(self, inputs: dict[str, Any]) -> None:
         """Each extra optimizer's `steps` updates on `objective.inner_loss(batch, name, step)`.
@@ -105,6 +113,7 @@ class SentenceTrainer(Trainer):
                 extra.optimizer.zero_grad(set_to_none=True)
                 with self.compute_loss_context_manager(), self.accelerator.autocast():
                     terms = objective.inner_loss(batch, name, step)
+                self._check_finite({f"{name}_{term}": v for term, v in terms.items()}, "inner loss term")
                 sum(terms.values()).backward()
                 self._average_over_processes(params)
                 extra.optimizer.step()
@@ -125,6 +134,54 @@ class SentenceTrainer(Trainer):
                 p.grad = torch.zeros_like(p)
             torch.distributed.all_reduce(p.grad)
             p.grad /= self.args.world_size
+
+    # ---- divergence ------------------------------------------------------------------------------------
+    def _check_finite(self, terms: dict[str, torch.Tensor], what: str) -> None:
+        """Stop at the step being computed when a loss term is NaN or infinite (one device sync)."""
+        values = torch.stack([v.detach().float().reshape(()) for v in terms.values()])  # (terms,)
+        if bool(torch.isfinite(values).all()):
+            return
+        name, value = next((n, float(v)) for n, v in zip(terms, values.tolist()) if not math.isfinite(v))
+        raise self.diverged(self.state.global_step + 1, f"{what} {name!r} is {value}")
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        # the Trainer's gradient norm of every optimizer step (pre-clipping), before the optimizer uses it
+        grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+        value = float(grad_norm) if grad_norm is not None else 0.0
+        if not math.isfinite(value):
+            raise self.diverged(self.state.global_step + 1, f"the gradient norm is {value}")
+        return grad_norm
+
+    def diverged(self, step: int, what: str) -> TrainingDiverged:
+        """The one-line error for a run stopped at `step`, saying what is kept and how to go on."""
+        kept = latest_checkpoint(self.run_dir)
+        if kept is not None:
+            hint = f"{kept} is kept: run the same command with a lower --lr to resume from it"
+        else:
+            hint = "no checkpoint had been written, so nothing is kept: start again with a lower --lr"
+        return TrainingDiverged(
+            f"training diverged at step {step}: {what} (lr {self.args.learning_rate:g}); {hint}"
+        )
+
+    def _check_weights(self, module: torch.nn.Module, step: int) -> None:
+        bad = non_finite_tensor(module)
+        if bad is not None:
+            raise self.diverged(step, f"weight {bad!r} holds NaN or Infinity")
+
+    def save_best(self) -> None:
+        """Write the encoder to <run>/best (finite weights only)."""
+        self._check_weights(self.encoder, self.state.global_step)
+        self.encoder.save(self.run_dir / "best")
+
+    def _save_checkpoint(self, model, trial) -> None:
+        self._check_weights(self.model, self.state.global_step)  # the last checkpoint stays a finite one
+        super()._save_checkpoint(model, trial)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        super().save_model(output_dir, _internal_call)
+        if self.args.should_save and output_dir is not None and Path(output_dir).is_dir():
+            # a checkpoint folder: safetensors creates model.safetensors 0600, open() would give 0666 & ~umask
+            apply_default_modes(output_dir)
 
     def _add_term(self, name: str, value: torch.Tensor) -> None:
         self._term_sums[name] = self._term_sums.get(name, 0.0) + value
@@ -176,15 +233,19 @@ class SentenceTrainer(Trainer):
         """Also the extra optimizers' states and the run totals, before trainer_state.json marks the
         checkpoint complete."""
         super()._save_optimizer_and_scheduler(output_dir)
+        totals = self.totals_now()  # every process: the loss is averaged over them
         if not self.args.should_save:
             return
         if self.extra_optimizers:
             states = {name: e.optimizer.state_dict() for name, e in self.extra_optimizers.items()}
             torch.save(states, Path(output_dir) / EXTRA_OPTIMIZERS_FILE)
-        atomic_write_json(Path(output_dir) / TOTALS_FILE, self.totals_now().to_dict())
+        atomic_write_json(Path(output_dir) / TOTALS_FILE, totals.to_dict())
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        planned = list(getattr(self.lr_scheduler, "base_lrs", []))  # this config's peak lr per group
         super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None:
+            self._keep_planned_lrs(planned)
         if checkpoint is None or not self.extra_optimizers:
             return
         path = Path(checkpoint) / EXTRA_OPTIMIZERS_FILE
@@ -198,13 +259,30 @@ class SentenceTrainer(Trainer):
                 raise ConfigError(f"{path}: no state for extra optimizer {name!r} (has {sorted(states)})")
             extra.optimizer.load_state_dict(states[name])
 
+    def _keep_planned_lrs(self, planned: list[float]) -> None:
+        """A resume with another --lr (after a divergence): the checkpoint's schedule state goes on from
+        its step, scaled to this config's peak learning rates (the checkpoint stores the old ones)."""
+        scheduler = self.lr_scheduler
+        groups = self.optimizer.param_groups
+        lambdas = getattr(scheduler, "lr_lambdas", None)
+        if not planned or lambdas is None or len(planned) != len(groups) or planned == scheduler.base_lrs:
+            return
+        scheduler.base_lrs = planned
+        for group, base, factor in zip(groups, planned, lambdas, strict=True):
+            group["initial_lr"] = base
+            group["lr"] = base * factor(scheduler.last_epoch)
+        scheduler._last_lr = [group["lr"] for group in groups]
+
     def totals_now(self) -> RunTotals:
-        """Totals of the whole run so far: earlier parts plus this process's steps since it started."""
-        loss = self._total_loss_scalar + float(self._tr_loss.item()) if hasattr(self, "_tr_loss") else 0.0
+        """Totals of the whole run so far: earlier parts plus the steps since this process started, the
+        loss averaged over processes. A collective under DDP: every process calls it."""
+        local = self._loss_sum if self._loss_sum is not None else torch.zeros((), device=self.args.device)
+        loss = self.accelerator.reduce(local.float().reshape(1), reduction="mean")
         return self.totals.plus(
             steps=self.state.global_step,
-            loss_sum=loss,
+            loss_sum=float(loss.item()),
             train_s=time.perf_counter() - self._segment_start,
+            lr=self.args.learning_rate,
         )
 
     # ---- evaluation ------------------------------------------------------------------------------------
@@ -214,6 +292,7 @@ class SentenceTrainer(Trainer):
         """Score the encoder on the Task (rank 0, broadcast), record the row, save a new best atomically."""
         if self.task is None:
             return {}
+        self._check_weights(self.encoder, self.state.global_step)  # a NaN model is not scored or kept
         start = time.perf_counter()
         scores = None
         if self.is_world_process_zero():
@@ -226,13 +305,16 @@ class SentenceTrainer(Trainer):
         seconds = time.perf_counter() - start
         self._clock += seconds  # throughput counts training time only
         step = self.state.global_step
+        bad = next((k for k, v in scores.items() if not math.isfinite(v)), None)
+        if bad is not None:
+            raise self.diverged(step, f"evaluation on {self.task.name} gave {bad} = {scores[bad]}")
         main = scores["main_score"]
         is_best = self.state.best_metric is None or main > self.state.best_metric
         if is_best:
             self.state.best_metric, self.state.best_global_step = main, step
         if self.is_world_process_zero():
             if is_best:
-                self.encoder.save(self.run_dir / "best")
+                self.save_best()
                 atomic_write_json(self.run_dir / "best.json", {"step": step, "scores": scores})
             row = {
                 "step": step,
@@ -248,6 +330,21 @@ class SentenceTrainer(Trainer):
         self.log(metrics)
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
+
+
+def non_finite_tensor(module: torch.nn.Module) -> str | None:
+    """Name of the first floating-point parameter or buffer holding NaN or Infinity (one device sync)."""
+    named = [
+        (name, t)
+        for name, t in [*module.named_parameters(), *module.named_buffers()]
+        if t.is_floating_point()
+    ]
+    if not named:
+        return None
+    finite = torch.stack([torch.isfinite(t.detach()).all() for _, t in named])  # (tensors,)
+    if bool(finite.all()):
+        return None
+    return named[int((~finite).nonzero()[0, 0])][0]
 
 
 def read_totals(checkpoint: Path | None) -> RunTotals | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from datasets import Dataset
 from sentkit.datasets.sick_nli import JSICK_SPLITS, read_jsick_nli
+from sentkit.errors import ConfigError
 from sentkit.training_data.triplets import nli_triplets
 
 # the data spec this module resolves: jsick[:SPLITS], SPLITS comma-separated JSICK splits
@@ -29,9 +30,9 @@ def stage2_triplets(spec: str, data_root: str | Path | None = None) -> Dataset:
     """The triplets a `jsick[:train,trial]` data spec names."""
     match = JSICK_SPEC.fullmatch(spec.strip())
     if match is None:
-        raise ValueError(f"expected a JSICK data spec jsick[:SPLITS], got {spec!r}")
+        raise ConfigError(f"expected a JSICK data spec jsick[:SPLITS], got {spec!r}")
     splits = [s for s in (match["splits"] or "train").split(",") if s]
     unknown = [s for s in splits if s not in JSICK_SPLITS]
     if unknown:
-        raise ValueError(f"JSICK splits must be among {list(JSICK_SPLITS)}, got {unknown}")
+        raise ConfigError(f"JSICK splits must be among {list(JSICK_SPLITS)}, got {unknown}")
     return jsick_triplets(splits, data_root=data_root)

@@ -31,7 +31,7 @@ from sentkit.datasets.nli import (
 )
 from sentkit.datasets.root import data_file
 from sentkit.datasets.xnli import XNLI_LANGS, XNLI_SPLITS
-from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.errors import ConfigError, DataFormatError, MissingDataError
 
 # Raw domain corpora shipped in the benchmark data (JCSE's stage-one text), by short name.
 CORPORA: dict[str, tuple[str, ...]] = {
@@ -150,7 +150,7 @@ def _from_path(path: Path, spec: str, dedupe: bool) -> Dataset:
     if not path.exists():
         if path.suffix or "/" in spec or "\\" in spec:
             raise MissingDataError(path, f"training data spec {spec!r} names no existing file or folder")
-        raise ValueError(f"unknown training data spec {spec!r}; expected {_SPEC_FORMS}")
+        raise ConfigError(f"data: unknown training data spec {spec!r}; expected {_SPEC_FORMS}")
     if path.is_dir():
         from sentkit.training_data.entity_pairs import is_entity_pairs_folder, read_entity_pairs
 
@@ -166,7 +166,7 @@ def _from_path(path: Path, spec: str, dedupe: bool) -> Dataset:
         return _from_jsonl(path)
     if suffix in (".csv", ".tsv"):
         return _from_table(path)
-    raise ValueError(f"{path}: unknown training data file type {suffix!r}; expected {_SPEC_FORMS}")
+    raise ConfigError(f"data: {path}: unknown training data file type {suffix!r}; expected {_SPEC_FORMS}")
 
 
 def _from_table(path: Path) -> Dataset:
@@ -250,5 +250,5 @@ def _xnli_langs(langs: str | Iterable[str] | None) -> list[str]:
     ]
     unknown = [lang for lang in chosen if lang not in XNLI_LANGS]
     if unknown or not chosen:
-        raise ValueError(f"XNLI languages must be among {', '.join(XNLI_LANGS)}, got {unknown or chosen}")
+        raise ConfigError(f"XNLI languages must be among {', '.join(XNLI_LANGS)}, got {unknown or chosen}")
     return chosen
