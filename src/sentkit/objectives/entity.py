@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, NEGATIVE_ENTITY_IDS
-from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.gather import gather_ids, gather_with_grad
+from sentkit.objectives.negatives import batch_group_pairs, same_group_pairs
 from sentkit.objectives.simcse import encode_views, info_nce
 from sentkit.objectives.supervised import weighted_hard_negative_loss
 
@@ -42,6 +43,9 @@ class EaseConfig:
     """table rows when no `entities` folder is given (tests and custom data); the folder overrides it."""
     entity_lr: float = 0.0
     """learning rate of the entity table and projection; 0 = the run's (EASE trains all with one lr)."""
+    mask_same_entity: bool = True
+    """Remove from a sentence's eq. 2 softmax the other rows' copies of its own entity (they are its positive,
+    not negatives) and hard negatives that equal it. Not in EASE's code, which contrasts them; False = as there."""
 
 
 class EntityTable(nn.Module):
@@ -108,18 +112,38 @@ class EntityAwareContrastive(nn.Module):
     def forward(self, batch: dict) -> dict[str, torch.Tensor]:
         views = encode_views(self.encoder, batch, [ANCHOR], repeat=2 if self.config.dropout_loss else 1)
         first = views[0]  # (batch, hidden); views[1] is the same sentences under another dropout mask
-        positives = self.entity_table(batch[ENTITY_IDS].long())  # (batch, hidden)
+        entity_ids = batch[ENTITY_IDS].long()  # (batch,)
+        positives = self.entity_table(entity_ids)  # (batch, hidden)
         entities, offset = gather_with_grad(positives)  # (world * batch, hidden)
+        group_pairs = batch_group_pairs(batch, offset)  # (batch, world * batch) or None: same-group rows
+        exclude, exclude_negatives = group_pairs, None
+        if self.config.mask_same_entity:
+            same_entity = same_group_pairs(
+                entity_ids, gather_ids(entity_ids), offset
+            )  # (batch, world * batch)
+            exclude = same_entity if exclude is None else exclude | same_entity
         negatives = None
         if self.config.hard_negatives:
-            negatives = gather_with_grad(self.entity_table(batch[NEGATIVE_ENTITY_IDS].long()))[0]
+            negative_ids = batch[NEGATIVE_ENTITY_IDS].long()  # (batch,)
+            negatives = gather_with_grad(self.entity_table(negative_ids))[0]  # (world * batch, hidden)
+            if self.config.mask_same_entity:
+                exclude_negatives = (
+                    entity_ids[:, None] == gather_ids(negative_ids)[None, :]
+                )  # (batch, world * batch)
         entity_loss = weighted_hard_negative_loss(
-            first, entities, negatives, self.config.entity_temperature, 1.0, offset
+            first,
+            entities,
+            negatives,
+            self.config.entity_temperature,
+            1.0,
+            offset,
+            exclude,
+            exclude_negatives,
         )
         terms = {"entity": self.config.entity_weight * entity_loss}
         if self.config.dropout_loss:
             candidates, offset = gather_with_grad(views[1])  # (world * batch, hidden)
-            terms["dropout"] = info_nce(first, candidates, self.config.temperature, offset)
+            terms["dropout"] = info_nce(first, candidates, self.config.temperature, offset, group_pairs)
         return terms
 
 
