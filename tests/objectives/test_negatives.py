@@ -114,12 +114,13 @@ def test_ease_masks_translations_and_copies_of_the_own_entity():
     from conftest import make_tiny_encoder
 
     encoder = make_tiny_encoder("cls")
-    objective = build_objective("ease", encoder, num_entities=4).eval()
+    objective = build_objective("ease", encoder, num_entities=4, entity_temperature=10.0).eval()
+    torch.nn.init.normal_(objective.entity_table.projection.weight)
     batch = SentenceCollator(encoder, max_length=32)(ROWS)
     terms = objective(batch)
     with torch.no_grad():
         h = encoder(batch["anchor"]).double().numpy()
-        table = objective.entity_table.embedding.weight.double().numpy()
+        table = objective.entity_table(torch.arange(4)).double().numpy()  # W e_j
     ent = [r["entity_ids"] for r in ROWS]
     neg = [r["negative_entity_ids"] for r in ROWS]
     groups = [r["group"] for r in ROWS]
@@ -127,7 +128,7 @@ def test_ease_masks_translations_and_copies_of_the_own_entity():
     def keep(i, j):  # eq. 2's in-batch entities: not a translation's, not another copy of my own entity
         return i == j or (groups[i] != groups[j] and ent[i] != ent[j])
 
-    want = 0.01 * _masked_nce(h, table[ent], table[neg], 0.05, keep, lambda i, j: neg[j] != ent[i])
+    want = 0.01 * _masked_nce(h, table[ent], table[neg], 10.0, keep, lambda i, j: neg[j] != ent[i])
     assert terms["entity"].item() == pytest.approx(want, rel=1e-5)
     dropout = _masked_nce(h, h, None, 0.05, lambda i, j: i == j or groups[i] != groups[j])
     assert terms["dropout"].item() == pytest.approx(dropout, rel=1e-5)
@@ -135,6 +136,6 @@ def test_ease_masks_translations_and_copies_of_the_own_entity():
     plain = build_objective("ease", encoder, num_entities=4, mask_same_entity=False).eval()
     plain.entity_table.load_state_dict(objective.entity_table.state_dict())
     want_plain = 0.01 * _masked_nce(
-        h, table[ent], table[neg], 0.05, lambda i, j: i == j or groups[i] != groups[j], lambda i, j: True
+        h, table[ent], table[neg], 10.0, lambda i, j: i == j or groups[i] != groups[j], lambda i, j: True
     )
     assert plain(batch)["entity"].item() == pytest.approx(want_plain, rel=1e-5)
