@@ -12,6 +12,7 @@ import pytest
 import torch
 
 WORLD = 2
+GROUPS = torch.tensor([0, 0, 1, 2, 2, 3, 1, -1])  # groups 1 and 2 have a row in each process
 
 
 def _free_port() -> int:
@@ -27,7 +28,8 @@ def _global_batch(rows: int = 8, dim: int = 6):
 
 def _collectives(rank: int) -> dict:
     """This rank's share of the losses, gradients and gathers; returns only plain tensors (no graph)."""
-    from sentkit.objectives.gather import gather_with_grad
+    from sentkit.objectives.gather import gather_ids, gather_with_grad
+    from sentkit.objectives.negatives import same_group_pairs
     from sentkit.objectives.simcse import info_nce
     from sentkit.objectives.supervised import weighted_hard_negative_loss
 
@@ -41,6 +43,12 @@ def _collectives(rank: int) -> dict:
     b_all, offset_b = gather_with_grad(unsup_b)
     unsup = info_nce(unsup_a, b_all, 0.05, offset_b)
     unsup.backward()
+    # groups spanning both processes: each rank masks against the gathered group ids
+    groups = GROUPS.chunk(WORLD)[rank]
+    grouped_a = a.detach().clone().requires_grad_()
+    exclude = same_group_pairs(groups, gather_ids(groups), offset_b)
+    grouped = info_nce(grouped_a, b_all.detach(), 0.05, offset_b, exclude)
+    grouped.backward()
     # uneven row counts (a short last batch): gathered rows keep their order and owner offsets
     ragged = torch.arange(3 + 2 * rank, dtype=torch.float64).unsqueeze(1) + 100 * rank
     gathered, ragged_offset = gather_with_grad(ragged)
@@ -49,6 +57,8 @@ def _collectives(rank: int) -> dict:
         "grads": [a.grad, p.grad, n.grad],
         "unsup": unsup.item(),
         "unsup_grads": [unsup_a.grad, unsup_b.grad],
+        "grouped": grouped.item(),
+        "grouped_grad": grouped_a.grad,
         "offset": offset,
         "ragged": gathered.squeeze(1).tolist(),
         "ragged_offset": ragged_offset,
@@ -106,6 +116,15 @@ def test_gathered_losses_and_gradients_equal_one_process_on_the_whole_batch(tmp_
     assert sum(r["unsup"] for r in ranks) / WORLD == pytest.approx(whole_unsup.item(), rel=1e-10)
     for i, full in enumerate([ua.grad, ub.grad]):
         torch.testing.assert_close(torch.cat([r["unsup_grads"][i] for r in ranks]) / WORLD, full)
+
+    from sentkit.objectives.negatives import same_group_pairs
+
+    ga = _global_batch()[0].clone().requires_grad_()
+    whole_grouped = info_nce(ga, _global_batch()[1], 0.05, exclude=same_group_pairs(GROUPS, GROUPS))
+    whole_grouped.backward()
+    assert sum(r["grouped"] for r in ranks) / WORLD == pytest.approx(whole_grouped.item(), rel=1e-10)
+    torch.testing.assert_close(torch.cat([r["grouped_grad"] for r in ranks]) / WORLD, ga.grad)
+    assert whole_grouped.item() < whole_unsup.item()  # the mask took terms out
 
     expected = [0.0, 1.0, 2.0] + [100.0 + k for k in range(5)]
     assert all(r["ragged"] == expected for r in ranks)

@@ -51,16 +51,21 @@ def test_loss_matches_direct_formula(hard_negatives):
     from conftest import make_tiny_encoder
 
     encoder = make_tiny_encoder("cls")
-    objective = build_objective("ease", encoder, hard_negatives=hard_negatives, num_entities=5)
+    objective = build_objective(
+        "ease", encoder, hard_negatives=hard_negatives, num_entities=5, mask_same_entity=False
+    )
+    torch.nn.init.normal_(objective.entity_table.projection.weight)  # a W that is not the identity
     objective.eval()  # no dropout: both views equal, so eq. 3 is checkable by hand too
     batch = SentenceCollator(encoder, max_length=32)(ROWS)
     terms = objective(batch)
     with torch.no_grad():
         h = encoder(batch["anchor"]).numpy()
         table = objective.entity_table.embedding.weight.numpy()
+        w = objective.entity_table.projection.weight.numpy()
+    table = table @ w.T  # W e_j (eqs. 1-2)
     e = table[[r["entity_ids"] for r in ROWS]]
     n = table[[r["negative_entity_ids"] for r in ROWS]] if hard_negatives else None
-    expected = 0.01 * _direct_entity_loss(h, e, n, 0.05)
+    expected = 0.01 * _direct_entity_loss(h, e, n, 10.0)  # appendix A: lambda 0.01, tau 10 (multilingual)
     assert terms["entity"].item() == pytest.approx(expected, rel=1e-4)
     assert terms["dropout"].item() == pytest.approx(_direct_dropout_loss(h, h, 0.05), rel=1e-4)
 
@@ -75,7 +80,7 @@ def test_ablation_without_dropout_loss_and_options():
     with pytest.raises(ValueError, match="outside the table of 3 entities"):
         build_objective("ease", encoder, num_entities=3)(batch)
     group = objective.param_groups(3e-5)
-    assert group[0]["lr"] == 3e-5 and len(group[0]["params"]) == 1
+    assert group[0]["lr"] == 3e-5 and len(group[0]["params"]) == 2  # the table and W
     assert build_objective("ease", encoder, entity_lr=1e-3).param_groups(3e-5)[0]["lr"] == 1e-3
 
 
@@ -98,7 +103,22 @@ def test_table_from_built_folder_with_vectors_and_projection(tmp_path):
     assert weight[0].tolist() == [1, 0, 0, 0, 0] and weight[4].tolist() == [0, 0, 0, 0, 2]
     assert np.abs(weight[1:4]).max() <= 0.05  # EASE's U(-0.05, 0.05) for entities without a vector
     random_init = build_objective("ease", encoder, entities=str(tmp_path))
-    assert random_init.entity_table.projection is None  # the hidden size, no projection
+    w = random_init.entity_table.projection.weight
+    assert (
+        torch.equal(w, torch.eye(32)) and random_init.entity_table.projection.bias is None
+    )  # square W: identity
+    assert (
+        build_objective("ease", encoder, entities=str(tmp_path), projection=False).entity_table.projection
+        is None
+    )
+    with pytest.raises(ValueError, match="projection=false needs entity vectors of the encoder's size 32"):
+        build_objective(
+            "ease",
+            encoder,
+            entities=str(tmp_path),
+            entity_vectors=str(tmp_path / "vectors.txt"),
+            projection=False,
+        )
 
 
 def test_training_steps_pull_sentences_to_their_entities():
@@ -106,7 +126,7 @@ def test_training_steps_pull_sentences_to_their_entities():
 
     torch.manual_seed(0)
     encoder = make_tiny_encoder("cls")
-    objective = build_objective("ease", encoder, entity_weight=1.0, num_entities=5)
+    objective = build_objective("ease", encoder, entity_weight=1.0, entity_temperature=0.05, num_entities=5)
     batch = SentenceCollator(encoder, max_length=32)(ROWS)
     optimizer = torch.optim.Adam(objective.parameters(), lr=1e-2)
     losses = []

@@ -38,6 +38,22 @@ def _batch(encoder, rows=ROWS):
     return SentenceCollator(encoder, max_length=32)(rows)
 
 
+class BagEncoder(torch.nn.Module):
+    """Mean of random word-piece vectors: unlike a tiny random BERT (whose outputs share one dominant
+    direction), sentences with different words get clearly different vectors, so the discriminator has a
+    planted signal to find (the training sentences are English, the adversarial ones are not)."""
+
+    def __init__(self, tokenizer, dim: int = 32) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.tokenizer, self.dim, self.prefix = tokenizer, dim, ""
+        self.embedding = torch.nn.Embedding(tokenizer.vocab_size, dim)
+
+    def forward(self, batch):
+        mask = batch["attention_mask"].unsqueeze(-1).float()  # (batch, seq, 1)
+        return (self.embedding(batch["input_ids"]) * mask).sum(1) / mask.sum(1)  # (batch, dim)
+
+
 def _critic_updates(objective, batch, n: int) -> list[float]:
     """What the trainer's inner loop does: unfreeze, `n` updates of inner_loss with clipping, refreeze."""
     extra = objective.extra_optimizers()["critic"]
@@ -143,10 +159,36 @@ def test_emu_terms_match_their_formulas(tiny_encoder):
         labels = torch.tensor([r["label"] for r in ROWS])
         softmax = F.cross_entropy(logits, labels)
         centre = 1e-4 * 0.5 * ((scaled - objective.centers[labels]) ** 2).sum(-1).mean()
-        adversarial = 2.0 * (objective.critic(v).mean() - objective.critic(adv).mean())
+        # eq. 4: the encoder maximises the discriminator's cross entropy (eq. 3), training language = 1
+        ce = 0.5 * (-F.logsigmoid(objective.critic(v)).mean() - F.logsigmoid(-objective.critic(adv)).mean())
+        adversarial = -2.0 * ce
     torch.testing.assert_close(terms["softmax"], softmax, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(terms["center"], centre, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(terms["adversarial"], adversarial, rtol=1e-4, atol=1e-6)
+
+
+def test_wasserstein_variant_and_bad_choices(tiny_encoder):
+    objective = build_objective("emu", tiny_encoder, num_classes=3, discriminator_loss="wasserstein").eval()
+    batch = _batch(tiny_encoder)
+    with torch.no_grad():
+        v = tiny_encoder(batch["anchor"])
+        adv = tiny_encoder(tiny_encoder.tokenize([r["adversarial"] for r in ROWS]))
+        gap = objective.critic(v).mean() - objective.critic(adv).mean()
+    torch.testing.assert_close(objective(batch)["adversarial"], gap, rtol=1e-4, atol=1e-6)
+    assert isinstance(objective.extra_optimizers()["critic"].optimizer, torch.optim.Adam)  # Emu's setup
+    rms = build_objective("emu", tiny_encoder, num_classes=3, critic_optimizer="rmsprop")
+    assert isinstance(rms.extra_optimizers()["critic"].optimizer, torch.optim.RMSprop)
+    with pytest.raises(
+        ValueError, match="discriminator_loss: expected cross_entropy or wasserstein, got 'hinge'"
+    ):
+        build_objective("emu", tiny_encoder, num_classes=3, discriminator_loss="hinge")
+
+
+def test_untrained_discriminator_sits_at_chance(tiny_encoder):
+    """Clipped to |w| <= 0.01, a fresh discriminator scores ~0 for both sides: its cross entropy is ln 2."""
+    objective = build_objective("emu", tiny_encoder, num_classes=3).eval()
+    with torch.no_grad():
+        assert float(objective.critic_loss(_batch(tiny_encoder))) == pytest.approx(math.log(2), abs=1e-3)
 
 
 def test_emu_step_moves_centers_but_never_the_critic(tiny_encoder):
@@ -163,11 +205,24 @@ def test_emu_step_moves_centers_but_never_the_critic(tiny_encoder):
         assert torch.equal(before, after)
 
 
-def test_critic_steps_learn_to_tell_languages_apart_and_stay_clipped(tiny_encoder):
+# settings under which 8 inner steps move each discriminator clearly (the defaults move it far more slowly)
+DISCRIMINATORS = [
+    pytest.param(
+        dict(discriminator_loss="cross_entropy", critic_clip=0.1, critic_lr=1e-3), id="cross_entropy"
+    ),
+    pytest.param(
+        dict(discriminator_loss="wasserstein", critic_optimizer="rmsprop", critic_lr=1e-3), id="wgan"
+    ),
+]
+
+
+@pytest.mark.parametrize("options", DISCRIMINATORS)
+def test_critic_steps_learn_to_tell_languages_apart_and_stay_clipped(tiny_encoder, options):
     torch.manual_seed(0)
-    objective = build_objective("emu", tiny_encoder, num_classes=3, critic_lr=1e-3, critic_dropout=0.0)
+    encoder = BagEncoder(tiny_encoder.tokenizer)
+    objective = build_objective("emu", encoder, num_classes=3, critic_dropout=0.0, **options)
     objective.eval()  # deterministic encoder, so the critic's loss before and after is comparable
-    batch = _batch(tiny_encoder)
+    batch = _batch(encoder)
     with torch.no_grad():
         start = float(objective.critic_loss(batch))
     losses = _critic_updates(objective, batch, 8)
@@ -184,19 +239,23 @@ def test_critic_steps_learn_to_tell_languages_apart_and_stay_clipped(tiny_encode
     assert groups[0]["lr"] == 1e-3 and len(groups[0]["params"]) == 2  # the classifier's weight and bias
 
 
-def test_adversarial_gradient_pulls_the_languages_together(tiny_encoder):
-    """One encoder step on the adversarial term alone shrinks the critic's gap (the WGAN estimate)."""
+@pytest.mark.parametrize("options", DISCRIMINATORS)
+def test_adversarial_gradient_pulls_the_languages_together(tiny_encoder, options):
+    """One encoder step on the adversarial term alone raises the trained discriminator's loss: the
+    languages are harder to tell apart (for WGAN: the critic's score gap shrinks)."""
     torch.manual_seed(0)
-    objective = build_objective("emu", tiny_encoder, num_classes=3, critic_lr=1e-3, critic_dropout=0.0)
-    batch = _batch(tiny_encoder)
+    encoder = BagEncoder(tiny_encoder.tokenizer)
+    objective = build_objective("emu", encoder, num_classes=3, critic_dropout=0.0, **options)
+    batch = _batch(encoder)
     objective.eval()  # same dropout-free encoder before and after
+    start = float(objective.critic_loss(batch))
     _critic_updates(objective, batch, 8)
-    gap_before = -float(objective.critic_loss(batch))
-    optimizer = torch.optim.SGD(tiny_encoder.parameters(), lr=0.5)
+    before = float(objective.critic_loss(batch))
+    optimizer = torch.optim.SGD(encoder.parameters(), lr=0.5)
     objective(batch)["adversarial"].backward()
     optimizer.step()
-    gap_after = -float(objective.critic_loss(batch))
-    assert gap_before > 0 and gap_after < gap_before
+    after = float(objective.critic_loss(batch))
+    assert before < start and after > before
 
 
 @pytest.mark.parametrize(

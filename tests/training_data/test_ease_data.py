@@ -154,8 +154,15 @@ def test_builder_rows_redirects_min_links_and_negatives(tmp_path):
     assert next(e for e in entities if e.title == "Sweden").type == "Countries"
     assert manifest["rows_without_negative_dropped"] == 2
     data = read_entity_pairs(tmp_path / "out")
-    assert data.column_names == ["anchor", "entity_ids", "negative_entity_ids", "lang"]
+    assert data.column_names == ["anchor", "entity_ids", "negative_entity_ids", "lang", "group"]
     assert len(data) == len(rows)
+    # one group per source sentence: a sentence's rows (one per linked entity) share it, other sentences differ
+    by_sentence: dict[str, set[int]] = {}
+    for row in rows:
+        by_sentence.setdefault(row["anchor"], set()).add(row["group"])
+    assert all(len(g) == 1 for g in by_sentence.values())
+    assert len({next(iter(g)) for g in by_sentence.values()}) == len(by_sentence)
+    assert any(sum(r["anchor"] == a for r in rows) > 1 for a in by_sentence)  # the case the groups exist for
 
 
 def test_deterministic_across_processes_and_resumable(tmp_path):
@@ -323,6 +330,11 @@ def test_merge_folders_shares_one_entity_table(tmp_path):
         assert row["anchor"] == original["anchor"]
         assert keys[row["entity_ids"]] == table[original["entity_ids"]].key
         assert keys[row["negative_entity_ids"]] == table[original["negative_entity_ids"]].key
+    # each folder numbers its sentences from 0: merged groups keep sentences apart across folders
+    part_a = len(_rows_of(folders[0]))
+    groups_a = {r["group"] for r in merged[:part_a]}
+    groups_b = {r["group"] for r in merged[part_a:]}
+    assert 0 in {r["group"] for r in _rows_of(folders[1])} and not groups_a & groups_b
     _build(tmp_path, "t", min_links=1, types="none")  # title keys: not language-independent
     with pytest.raises(SentkitError, match="language-independent"):
         merge_entity_pairs([folders[0], tmp_path / "t"], tmp_path / "x")
@@ -402,6 +414,13 @@ def test_xnli_rows_label_every_translation(data_root):
     first = [r for r in rows if r["page"] == rows[0]["page"]]
     assert [r["lang"] for r in first] == ["en", "de", "fr"] and "Washington" in first[0]["anchor"]
     assert all(r["entity_ids"] == 5 for r in rows)
+    # a sentence and its translations share one group; different English sentences never do
+    assert len({r["group"] for r in first}) == 1
+    groups_by_page = {}
+    for r in rows:
+        groups_by_page.setdefault(r["page"], set()).add(r["group"])
+    assert all(len(g) == 1 for g in groups_by_page.values())
+    assert len({next(iter(g)) for g in groups_by_page.values()}) == len(groups_by_page)
 
 
 def test_entity_vector_text_formats(tmp_path):

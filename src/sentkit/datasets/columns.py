@@ -17,8 +17,11 @@ ENTITY_IDS = "entity_ids"
 NEGATIVE_ENTITY_IDS = "negative_entity_ids"
 LANG_ID = "lang_id"
 GRAPH = "graph"
+# rows sharing a group id (translations of one sentence, rows of one source sentence) are not each other's
+# in-batch negatives (sentkit.objectives.negatives); a negative id = in no group
+GROUP = "group"
 # integer id columns: the training collator turns each into a LongTensor, (batch,) or (batch, k)
-INT_COLUMNS = (LABEL, ENTITY_IDS, NEGATIVE_ENTITY_IDS, LANG_ID)
+INT_COLUMNS = (LABEL, ENTITY_IDS, NEGATIVE_ENTITY_IDS, LANG_ID, GROUP)
 ADVERSARIAL = "adversarial"  # Emu: an unlabelled sentence of another language (or a translation)
 
 

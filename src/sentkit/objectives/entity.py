@@ -4,7 +4,9 @@ combined with the unsupervised SimCSE dropout loss (eq. 3) as l = lambda * l_ent
 
 The entity table is an `nn.Embedding` of this module, trained with the encoder (the paper updates it);
 Wikipedia2Vec vectors initialise it when given (sec. 3.3), random otherwise (the Table 7 ablation).
-When their size differs from the encoder's, a learnable linear projection maps them to it.
+Entities reach the sentence space through eq. 1-2's learnable matrix W (`EntityTable.projection`).
+Temperatures divide the cosine: eq. 2 uses tau = 10 (multilingual) / 100 (monolingual) from appendix A,
+so its logits lie in [-0.1, 0.1] and the entity term sits near its chance value ln(2N) by design.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import torch
 from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, NEGATIVE_ENTITY_IDS
-from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.gather import gather_ids, gather_with_grad
+from sentkit.objectives.negatives import batch_group_pairs, same_group_pairs
 from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, CheckedOptions
 from sentkit.objectives.simcse import encode_views, info_nce
 from sentkit.objectives.supervised import weighted_hard_negative_loss
@@ -34,11 +37,11 @@ class EaseConfig(CheckedOptions):
 
     temperature: float = 0.05
     """tau of the dropout loss (EASE eq. 3): SimCSE's 0.05, as in EASE's released config (simcse_temp)."""
-    entity_temperature: float = 0.05
-    """tau of the entity loss (eq. 2): the paper writes one tau for eqs. 2-3; its released scripts set
-    ease_temp 100 (English) / 10 (multilingual), which its code divides into the cosine, not 0.05."""
+    entity_temperature: float = 10.0
+    """tau of the entity loss (eq. 2), dividing the cosine: 10 in the multilingual setting, 100 in the
+    monolingual one (EASE appendix A; its released code divides cos by ease_temp). 0.05 is a reported variant."""
     entity_weight: float = 0.01
-    """lambda of eq. 4 (EASE sec. 4.1 and its scripts' ease_loss_ratio: 0.01)."""
+    """lambda of eq. 4: 0.01 (EASE appendix A; its scripts' ease_loss_ratio)."""
     dropout_loss: bool = True
     """False = the Table 7 ablation without the SimCSE term."""
     hard_negatives: bool = True
@@ -51,12 +54,21 @@ class EaseConfig(CheckedOptions):
     """table rows when no `entities` folder is given (tests and custom data); the folder overrides it."""
     entity_lr: float = 0.0
     """learning rate of the entity table and projection; 0 = the run's (EASE trains all with one lr)."""
+    projection: bool = True
+    """eqs. 1-2's learnable W (no bias) between entity and sentence space, identity-initialised when both
+    have one size (the paper does not state W's init; identity keeps the pre-trained vectors' geometry at
+    the start). False drops W (only possible when the sizes agree)."""
+    mask_same_entity: bool = True
+    """Remove from a sentence's eq. 2 softmax the other rows' copies of its own entity (they are its positive,
+    not negatives) and hard negatives that equal it. Not in EASE's code, which contrasts them; False = as there."""
 
 
 class EntityTable(nn.Module):
     """Entity embeddings (optionally pre-trained) and the projection to the encoder's hidden size."""
 
-    def __init__(self, num_entities: int, hidden: int, vectors: np.ndarray | None = None) -> None:
+    def __init__(
+        self, num_entities: int, hidden: int, vectors: np.ndarray | None = None, projection: bool = True
+    ) -> None:
         super().__init__()
         dim = hidden if vectors is None else vectors.shape[1]
         self.embedding = nn.Embedding(num_entities, dim)
@@ -64,7 +76,13 @@ class EntityTable(nn.Module):
             nn.init.uniform_(self.embedding.weight, -0.05, 0.05)  # EASE's random init range
         else:
             self.embedding.weight.data.copy_(torch.from_numpy(vectors))
-        self.projection = nn.Linear(dim, hidden) if dim != hidden else None
+        if not projection and dim != hidden:
+            raise ValueError(
+                f"projection=false needs entity vectors of the encoder's size {hidden}, got {dim}"
+            )
+        self.projection = nn.Linear(dim, hidden, bias=False) if projection else None  # W of eqs. 1-2
+        if self.projection is not None and dim == hidden:
+            nn.init.eye_(self.projection.weight)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.embedding.num_embeddings):
@@ -108,7 +126,7 @@ class EntityAwareContrastive(nn.Module):
         self.config = config or EaseConfig()
         hidden = _hidden_size(encoder)
         count, vectors = entity_table_init(self.config, hidden)
-        self.entity_table = EntityTable(count, hidden, vectors)
+        self.entity_table = EntityTable(count, hidden, vectors, self.config.projection)
 
     def param_groups(self, base_lr: float) -> list[dict]:
         """The entity table (and projection) as its own optimizer group (trainer hook)."""
@@ -117,18 +135,38 @@ class EntityAwareContrastive(nn.Module):
     def forward(self, batch: dict) -> dict[str, torch.Tensor]:
         views = encode_views(self.encoder, batch, [ANCHOR], repeat=2 if self.config.dropout_loss else 1)
         first = views[0]  # (batch, hidden); views[1] is the same sentences under another dropout mask
-        positives = self.entity_table(batch[ENTITY_IDS].long())  # (batch, hidden)
+        entity_ids = batch[ENTITY_IDS].long()  # (batch,)
+        positives = self.entity_table(entity_ids)  # (batch, hidden)
         entities, offset = gather_with_grad(positives)  # (world * batch, hidden)
+        group_pairs = batch_group_pairs(batch, offset)  # (batch, world * batch) or None: same-group rows
+        exclude, exclude_negatives = group_pairs, None
+        if self.config.mask_same_entity:
+            same_entity = same_group_pairs(
+                entity_ids, gather_ids(entity_ids), offset
+            )  # (batch, world * batch)
+            exclude = same_entity if exclude is None else exclude | same_entity
         negatives = None
         if self.config.hard_negatives:
-            negatives = gather_with_grad(self.entity_table(batch[NEGATIVE_ENTITY_IDS].long()))[0]
+            negative_ids = batch[NEGATIVE_ENTITY_IDS].long()  # (batch,)
+            negatives = gather_with_grad(self.entity_table(negative_ids))[0]  # (world * batch, hidden)
+            if self.config.mask_same_entity:
+                exclude_negatives = (
+                    entity_ids[:, None] == gather_ids(negative_ids)[None, :]
+                )  # (batch, world * batch)
         entity_loss = weighted_hard_negative_loss(
-            first, entities, negatives, self.config.entity_temperature, 1.0, offset
+            first,
+            entities,
+            negatives,
+            self.config.entity_temperature,
+            1.0,
+            offset,
+            exclude,
+            exclude_negatives,
         )
         terms = {"entity": self.config.entity_weight * entity_loss}
         if self.config.dropout_loss:
             candidates, offset = gather_with_grad(views[1])  # (world * batch, hidden)
-            terms["dropout"] = info_nce(first, candidates, self.config.temperature, offset)
+            terms["dropout"] = info_nce(first, candidates, self.config.temperature, offset, group_pairs)
         return terms
 
 

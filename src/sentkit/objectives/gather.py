@@ -22,15 +22,30 @@ def gather_with_grad(x: torch.Tensor) -> tuple[torch.Tensor, int]:
         return x, 0
     from torch.distributed.nn.functional import all_gather
 
-    world, rank = dist.get_world_size(), dist.get_rank()
+    sizes, x = _padded_to_largest(x)
+    parts = all_gather(x)  # world x (biggest, ...)
+    gathered = torch.cat([part[:size] for part, size in zip(parts, sizes)])  # (sum(sizes), ...)
+    return gathered, sum(sizes[: dist.get_rank()])
+
+
+def gather_ids(x: torch.Tensor) -> torch.Tensor:
+    """Every process's integer ids concatenated in rank order (no gradient): the labels of gathered rows."""
+    if not is_distributed():
+        return x
+    sizes, x = _padded_to_largest(x)
+    parts = [torch.empty_like(x) for _ in sizes]
+    dist.all_gather(parts, x.contiguous())
+    return torch.cat([part[:size] for part, size in zip(parts, sizes)])  # (sum(sizes), ...)
+
+
+def _padded_to_largest(x: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    """Each process's row count, and `x` zero-padded to the largest of them (collectives need equal shapes)."""
     count = torch.tensor([x.shape[0]], dtype=torch.long, device=x.device)
-    counts = [torch.zeros_like(count) for _ in range(world)]
+    counts = [torch.zeros_like(count) for _ in range(dist.get_world_size())]
     dist.all_gather(counts, count)
     sizes = [int(c.item()) for c in counts]
     biggest = max(sizes)
     if x.shape[0] < biggest:
         pad = x.new_zeros((biggest - x.shape[0], *x.shape[1:]))
         x = torch.cat([x, pad])  # (biggest, ...)
-    parts = all_gather(x)  # world x (biggest, ...)
-    gathered = torch.cat([part[:size] for part, size in zip(parts, sizes)])  # (sum(sizes), ...)
-    return gathered, sum(sizes[:rank])
+    return sizes, x

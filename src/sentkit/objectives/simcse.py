@@ -12,6 +12,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR
 from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.negatives import batch_group_pairs, masked
 from sentkit.objectives.options import POSITIVE_NUMBER, CheckedOptions
 
 
@@ -22,12 +23,19 @@ def cosine_logits(a: torch.Tensor, b: torch.Tensor, temperature: float) -> torch
     return a @ b.T / temperature  # (n, m)
 
 
-def info_nce(a: torch.Tensor, b: torch.Tensor, temperature: float = 0.05, offset: int = 0) -> torch.Tensor:
+def info_nce(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    temperature: float = 0.05,
+    offset: int = 0,
+    exclude: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Mean over i of -log softmax_j(cos(a_i, b_j) / t) at j = offset + i (EASE eq. 3, SimCSE eq. 1).
 
-    `b` holds the positives of `a` at rows offset .. offset + len(a) - 1 and negatives everywhere else.
+    `b` holds the positives of `a` at rows offset .. offset + len(a) - 1 and negatives everywhere else;
+    `exclude` (n, m) bool removes candidates that are not negatives (`sentkit.objectives.negatives`).
     """
-    logits = cosine_logits(a, b, temperature)  # (n, m)
+    logits = masked(cosine_logits(a, b, temperature), exclude)  # (n, m)
     targets = torch.arange(a.shape[0], device=a.device) + offset
     return F.cross_entropy(logits, targets)
 
@@ -55,7 +63,8 @@ class SimCSEUnsupConfig(CheckedOptions):
 
 
 class UnsupervisedSimCSE(nn.Module):
-    """Each anchor encoded twice with different dropout masks; in-batch negatives gathered across processes."""
+    """Each anchor encoded twice with different dropout masks; in-batch negatives gathered across processes
+    (rows of one `group` are not each other's negatives)."""
 
     config_class = SimCSEUnsupConfig
     required_columns = (ANCHOR,)
@@ -68,4 +77,5 @@ class UnsupervisedSimCSE(nn.Module):
     def forward(self, batch: dict) -> dict[str, torch.Tensor]:
         first, second = encode_views(self.encoder, batch, [ANCHOR], repeat=2)  # 2 x (batch, hidden)
         candidates, offset = gather_with_grad(second)  # (world * batch, hidden)
-        return {"contrastive": info_nce(first, candidates, self.config.temperature, offset)}
+        exclude = batch_group_pairs(batch, offset)  # (batch, world * batch) or None
+        return {"contrastive": info_nce(first, candidates, self.config.temperature, offset, exclude)}

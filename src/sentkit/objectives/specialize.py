@@ -2,11 +2,14 @@
 al., AAAI 2020) and the metric-learning baselines it compares against (softmax, contrastive, N-pair).
 
 Emu = a semantic classifier (L2-constrained softmax, Ranjan et al. 2017, plus center loss, Wen et al. 2016:
-Emu eq. 2) and a language discriminator trained as a Wasserstein critic with weight clipping (Arjovsky
-et al. 2017) that tells the training language's sentence vectors from those of other languages; the
-encoder is pushed to fool it (Emu eqs. 3-4, Algorithm 1). Rows carry `anchor` (a labelled sentence of the
-training language), `label` (int class id) and, for the discriminator, `adversarial` (an unlabelled
-sentence of another language, drawn uniformly per row; for Emu-Parallel a translation of the anchor).
+Emu eqs. 1-2) and a language discriminator that tells the training language's sentence vectors from those
+of other languages, trained in an inner loop with weight clipping as in WGAN (Arjovsky et al. 2017); the
+encoder is pushed to fool it (Emu eqs. 3-4, Algorithm 1). Emu's text calls the discriminator's loss (eq. 3)
+a cross entropy and optimises it with Adam; a Wasserstein critic loss is the alternative
+(`discriminator_loss`). Rows carry `anchor` (a labelled sentence of the training language), `label` (int
+class id) and, for the discriminator, `adversarial` (an unlabelled sentence of another language, drawn
+uniformly per row; for Emu-Parallel a translation of the anchor). The rows are built by
+`sentkit.training_data.specialization`; evaluation is leave-one-out kNN (`sentkit.tasks.knn_category`).
 """
 
 from __future__ import annotations
@@ -98,8 +101,21 @@ def n_pair_rows(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def wasserstein_critic_loss(train_scores: torch.Tensor, adversarial_scores: torch.Tensor) -> torch.Tensor:
     """L_D = mean f(adversarial) - mean f(training language): the critic minimises it, i.e. maximises the
-    Wasserstein-1 estimate mean f(train) - mean f(adv) (Arjovsky et al. 2017, eq. 3; Emu eq. 3)."""
+    Wasserstein-1 estimate mean f(train) - mean f(adv) (Arjovsky et al. 2017, eq. 3)."""
     return adversarial_scores.float().mean() - train_scores.float().mean()
+
+
+def language_cross_entropy(train_scores: torch.Tensor, adversarial_scores: torch.Tensor) -> torch.Tensor:
+    """L_D as Emu eq. 3's cross entropy: the discriminator's logit says "training language" (1) or not (0);
+    the two sides weigh equally, so a discriminator that cannot tell them apart scores ln 2."""
+    train, adversarial = train_scores.float(), adversarial_scores.float()
+    return 0.5 * (
+        F.binary_cross_entropy_with_logits(train, torch.ones_like(train))
+        + F.binary_cross_entropy_with_logits(adversarial, torch.zeros_like(adversarial))
+    )
+
+
+DISCRIMINATOR_LOSSES = {"cross_entropy": language_cross_entropy, "wasserstein": wasserstein_critic_loss}
 
 
 # ---- the language discriminator ----------------------------------------------------------------------
@@ -153,20 +169,26 @@ class EmuConfig(CheckedOptions):
         "critic_hidden": POSITIVE_INT,
         "critic_layers": NON_NEGATIVE_INT,
         "critic_dropout": DROPOUT_RATE,
+        "discriminator_loss": (
+            "cross_entropy or wasserstein",
+            lambda x: x in ("cross_entropy", "wasserstein"),
+        ),
+        "critic_optimizer": ("adam or rmsprop", lambda x: x in ("adam", "rmsprop")),
         "max_length": POSITIVE_INT,
     }
 
     num_classes: int = 32
     """Size of the classifier (label ids < num_classes); data-dependent (MARC product_category: 31)."""
     alpha: float = 50.0
-    """Scale of the L2-normalised vector fed to the softmax (Ranjan et al. 2017): 50, Emu's experiment
-    setup ("we set alpha = 50 and lambda = 10^-4")."""
+    """Scale of the L2-normalised vector fed to the softmax (Ranjan et al. 2017). Emu's setup sets it
+    ("we set [alpha] and [lambda]") but the numbers are lost in the extraction; 50 is our choice, well
+    above Ranjan et al.'s lower bound log(p (C - 2) / (1 - p)) = 5.6 for C = 31 classes, p = 0.9."""
     center_loss_weight: float = 1e-4
-    """beta in the issue, printed as lambda in Emu's setup: 1e-4 ("lambda = 10^-4" in the paper's
-    experiment setup, which names its semantic-classifier weights alpha and lambda)."""
+    """lambda of eq. 2 (center-loss weight): Emu's value is lost in the extraction; 1e-4 is our choice
+    (Wen et al. 2016 report stable results for lambda from 1e-4 to 1e-1 on their tasks)."""
     head_lr: float = 1e-3
-    """Learning rate of the classifier layer: 1e-3, Emu's (Adam, batch 16; the paper fine-tunes all of
-    LASER at that rate). The encoder takes the run's lr: 1e-3 would wreck a pretrained transformer."""
+    """Learning rate of the classifier layer (Adam, batch 16 as Emu's setup; its learning rate is lost in
+    the extraction). The encoder takes the run's lr: a classifier-head rate would wreck a transformer."""
     center_rate: float = 0.5
     """Center update rate (Wen et al. 2016, Algorithm 1's alpha): 0.5, Wen et al.'s setting; Emu is silent."""
     language_discriminator: bool = True
@@ -174,15 +196,19 @@ class EmuConfig(CheckedOptions):
     center_loss: bool = True
     """Add the center loss (False with language_discriminator False = Emu w/o LD and CL)."""
     adversarial_weight: float = 1.0
-    """gamma on the adversarial term (Emu eq. 4): the value was not in the paper text we could read here;
-    1.0 (an unweighted sum) is our default."""
+    """gamma on the adversarial term (Emu eq. 4): its value is lost in the paper's text extraction; 1.0 (an
+    unweighted sum) is our choice."""
+    discriminator_loss: str = "cross_entropy"
+    """L_D of eq. 3: "cross_entropy" as Emu's text names it, or "wasserstein" (a WGAN critic's score gap)."""
+    critic_optimizer: str = "adam"
+    """The discriminator's optimizer: Adam, as Emu's experiment setup states; "rmsprop" = WGAN's choice."""
     critic_steps: int = 5
-    """k critic updates per encoder update (Emu Algorithm 1): not found in the readable text; 5 = n_critic
-    of WGAN (Arjovsky et al. 2017, Algorithm 1), which Emu's Algorithm 1 follows."""
+    """k discriminator updates per encoder update (Emu Algorithm 1): the number is lost in the extraction;
+    5 = n_critic of WGAN (Arjovsky et al. 2017, Algorithm 1), whose loop Emu's Algorithm 1 follows."""
     critic_lr: float = 5e-5
-    """Critic learning rate: not found for Emu; 5e-5 = WGAN's (Arjovsky et al. 2017, Algorithm 1)."""
+    """Discriminator learning rate: Emu's value is lost in the extraction; 5e-5 = WGAN's (its Algorithm 1)."""
     critic_clip: float = 0.01
-    """Weight-clipping bound c of the critic: not found for Emu; 0.01 = WGAN's (Algorithm 1)."""
+    """Clipping bound c of Algorithm 1 line 9: the number is lost in the extraction; 0.01 = WGAN's."""
     critic_hidden: int = 900
     """Width of the critic's hidden layers: 900, Emu's language discriminator."""
     critic_layers: int = 2
@@ -316,10 +342,10 @@ class NPair(nn.Module):
 
 class Emu(nn.Module):
     """Emu (Hirota et al. 2020): L2-constrained softmax + center loss (eq. 2) on the labelled sentences, and
-    a Wasserstein language critic the encoder learns to fool (eqs. 3-4, Algorithm 1).
+    a language discriminator the encoder learns to fool (eqs. 3-4, Algorithm 1).
 
-    The critic is trained only through the trainer's extra-optimizer hook (`extra_optimizers`,
-    `inner_loss`): k RMSProp updates of L_D, each followed by weight clipping, before every encoder step.
+    The discriminator is trained only through the trainer's extra-optimizer hook (`extra_optimizers`,
+    `inner_loss`): k updates of L_D (Adam by default), each followed by weight clipping, before every encoder step.
     Its parameters are frozen in the encoder/classifier step, which still back-propagates through it.
     """
 
@@ -362,7 +388,7 @@ class Emu(nn.Module):
         if self.critic is not None:
             adversarial = self._encode_adversarial(batch)  # (batch', dim)
             # the encoder minimises L_C - gamma * L_D (eq. 4): it pulls the two languages' scores together
-            critic_term = wasserstein_critic_loss(self.critic(vectors), self.critic(adversarial))
+            critic_term = self._discriminator_loss(self.critic(vectors), self.critic(adversarial))
             terms["adversarial"] = -c.adversarial_weight * critic_term
         return terms
 
@@ -378,8 +404,8 @@ class Emu(nn.Module):
         from sentkit.training import ExtraOptimizer
 
         c = self.config
-        # RMSProp as WGAN: a momentum-free optimizer for the clipped critic (Arjovsky et al. 2017, sec. 3)
-        optimizer = torch.optim.RMSprop(self.critic.parameters(), lr=c.critic_lr)
+        # Adam as Emu's setup; RMSProp is WGAN's momentum-free choice for a clipped critic (Arjovsky et al. sec. 3)
+        optimizer = _CRITIC_OPTIMIZERS[c.critic_optimizer](self.critic.parameters(), lr=c.critic_lr)
         return {
             "critic": ExtraOptimizer(
                 optimizer, steps=c.critic_steps, after_step=lambda: self.critic.clip_(c.critic_clip)
@@ -399,7 +425,7 @@ class Emu(nn.Module):
         train, adversarial = self._inner_vectors
         if step == self.config.critic_steps - 1:
             self._inner_vectors = None
-        return {"l_d": wasserstein_critic_loss(self.critic(train), self.critic(adversarial))}
+        return {"l_d": self._discriminator_loss(self.critic(train), self.critic(adversarial))}
 
     def critic_loss(self, batch: dict) -> torch.Tensor:
         """L_D on the batch's training-language and adversarial sentences, the encoder held fixed (the
@@ -409,7 +435,12 @@ class Emu(nn.Module):
         with torch.no_grad():
             (train,) = encode_views(self.encoder, batch, [ANCHOR])  # (batch, dim)
             adversarial = self._encode_adversarial(batch)  # (batch', dim)
-        return wasserstein_critic_loss(self.critic(train), self.critic(adversarial))
+        return self._discriminator_loss(self.critic(train), self.critic(adversarial))
+
+    def _discriminator_loss(
+        self, train_scores: torch.Tensor, adversarial_scores: torch.Tensor
+    ) -> torch.Tensor:
+        return DISCRIMINATOR_LOSSES[self.config.discriminator_loss](train_scores, adversarial_scores)
 
     def _encode_adversarial(self, batch: dict) -> torch.Tensor:
         tokens = batch[ADVERSARIAL]
@@ -436,6 +467,9 @@ class EmuParallel(Emu):
     """Emu-Parallel: the critic's adversarial sentences are translations of the training sentences."""
 
     config_class = EmuParallelConfig
+
+
+_CRITIC_OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
@@ -471,6 +505,7 @@ __all__ = [
     "center_loss",
     "contrastive_margin_loss",
     "l2_constrained_logits",
+    "language_cross_entropy",
     "n_pair_loss",
     "n_pair_rows",
     "update_centers",

@@ -12,6 +12,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
 from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.negatives import batch_group_pairs, masked
 from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_NUMBER, CheckedOptions
 from sentkit.objectives.simcse import cosine_logits, encode_views, info_nce
 
@@ -23,18 +24,27 @@ def weighted_hard_negative_loss(
     temperature: float = 0.05,
     hard_negative_weight: float = 1.0,
     offset: int = 0,
+    exclude: torch.Tensor | None = None,
+    exclude_negatives: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """-log e^{s(a_i,p_i)} / sum_j (e^{s(a_i,p_j)} + alpha^{[i=j]} e^{s(a_i,n_j)}), s = cos / t (JCSE eq. 5).
 
     alpha = `hard_negative_weight` scales only the anchor's own hard negative; SimCSE's code adds its log
     to that logit (its flag is "the logit of the weight", default 0, i.e. alpha = 1). Rows of `p` and `n`
-    belonging to anchor i sit at offset + i. Without negatives this is `info_nce(a, p)`.
+    belonging to anchor i sit at offset + i. Without negatives this is `info_nce(a, p)`. `exclude` (B, P)
+    and `exclude_negatives` (B, N) bool remove candidates that are not negatives of anchor i.
     """
     if n is None:
-        return info_nce(a, p, temperature, offset)
+        return info_nce(a, p, temperature, offset, exclude)
     if hard_negative_weight < 0:
         raise ValueError(f"hard_negative_weight must be >= 0, got {hard_negative_weight}")
-    logits = torch.cat([cosine_logits(a, p, temperature), cosine_logits(a, n, temperature)], 1)  # (B, P + N)
+    logits = torch.cat(
+        [
+            masked(cosine_logits(a, p, temperature), exclude),
+            masked(cosine_logits(a, n, temperature), exclude_negatives),
+        ],
+        1,
+    )  # (B, P + N)
     rows = torch.arange(a.shape[0], device=a.device)
     own_negative = p.shape[0] + offset + rows
     log_weight = math.log(hard_negative_weight) if hard_negative_weight > 0 else float("-inf")
@@ -54,7 +64,8 @@ class SimCSESupConfig(CheckedOptions):
 
 
 class SupervisedSimCSE(nn.Module):
-    """Anchor vs. all gathered positives (and hard negatives when the data has a `negative` column)."""
+    """Anchor vs. all gathered positives (and hard negatives when the data has a `negative` column); the
+    positives of other rows of the anchor's `group` are not its negatives."""
 
     config_class = SimCSESupConfig
     required_columns = (ANCHOR, POSITIVE)
@@ -76,5 +87,6 @@ class SupervisedSimCSE(nn.Module):
             self.config.temperature,
             self.config.hard_negative_weight,
             offset,
+            exclude=batch_group_pairs(batch, offset),  # (batch, world * batch) or None
         )
         return {"contrastive": loss}

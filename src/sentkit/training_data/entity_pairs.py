@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sentkit.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
-from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, LANG, NEGATIVE_ENTITY_IDS
+from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, GROUP, LANG, NEGATIVE_ENTITY_IDS
 from sentkit.errors import DataFormatError, InvalidArgument, MissingDataError
 from sentkit.training_data.hard_negatives import HardNegativeMiner
 from sentkit.training_data.wikipedia_dump import SiteInfo, iter_pages
@@ -390,6 +390,9 @@ def build_entity_pairs(config: EaseBuildConfig, log: Callable[[str], None] | Non
     ids = {e.key: i for i, e in enumerate(entities)}
     miner = HardNegativeMiner({i: e.type for i, e in enumerate(entities)}, seed=config.seed)
     lang = index.site.lang or "en"
+    # one id per source sentence: its rows (one per linked entity, and its translations) share it, so they
+    # are not each other's in-batch negatives in training (objectives/negatives.py)
+    groups = itertools.count()
 
     def page_rows() -> Iterator[dict]:
         for path in shards:
@@ -401,6 +404,7 @@ def build_entity_pairs(config: EaseBuildConfig, log: Callable[[str], None] | Non
                         on_page.add(ids[key])
                 for sentence, spans in record["sentences"]:
                     seen = set()
+                    group = next(groups)
                     for target, _, _, _ in spans:
                         key = keys.key(resolve(target, index.redirects))
                         if key not in ids or ids[key] in seen:
@@ -410,6 +414,7 @@ def build_entity_pairs(config: EaseBuildConfig, log: Callable[[str], None] | Non
                             ANCHOR: sentence,
                             ENTITY: ids[key],
                             LANG: lang,
+                            GROUP: group,
                             "page": record["title"],
                             "on_page": on_page,
                         }
@@ -430,7 +435,7 @@ def build_entity_pairs(config: EaseBuildConfig, log: Callable[[str], None] | Non
                             if key in ids:
                                 yield sentence[start:end], ids[key]
 
-        xnli = xnli_entity_rows(anchors, config.data_root or None)
+        xnli = xnli_entity_rows(anchors, config.data_root or None, groups=groups)
         rows = itertools.chain(rows, _with_negatives(xnli, miner, stats))
     written = _write_rows(out / ROWS, rows, config.max_rows, config.seed, stats, config.dump)
     if not written:
@@ -580,24 +585,30 @@ def is_entity_pairs_folder(path: str | Path) -> bool:
 
 
 def read_entity_pairs(folder: str | Path):
-    """The rows of a built folder as a `datasets.Dataset` (anchor, entity_ids, negative_entity_ids, lang)."""
+    """The rows of a built folder as a `datasets.Dataset` (anchor, entity_ids, negative_entity_ids, lang, and
+    group when the folder has one: rows of one source sentence, not each other's in-batch negatives)."""
     from datasets import Dataset
     from sentkit.datasets.lines import iter_jsonl
 
     path = Path(folder) / ROWS
-    columns: dict[str, list] = {ANCHOR: [], ENTITY: [], NEGATIVE_ENTITY: [], LANG: []}
+    columns: dict[str, list] = {ANCHOR: [], ENTITY: [], NEGATIVE_ENTITY: [], LANG: [], GROUP: []}
     for number, obj in iter_jsonl(path):
         try:
             columns[ANCHOR].append(str(obj[ANCHOR]))
             columns[ENTITY].append(int(obj[ENTITY]))
             columns[NEGATIVE_ENTITY].append(int(obj[NEGATIVE_ENTITY]))
             columns[LANG].append(str(obj.get(LANG, "")))
+            columns[GROUP].append(int(obj.get(GROUP, -1)))
         except (KeyError, TypeError, ValueError):
             raise DataFormatError(
-                path, number, f"expected keys {ANCHOR}, {ENTITY} (int), {NEGATIVE_ENTITY} (int)"
+                path,
+                number,
+                f"expected keys {ANCHOR}, {ENTITY} (int), {NEGATIVE_ENTITY} (int), optional {GROUP} (int)",
             ) from None
     if not columns[ANCHOR]:
         raise DataFormatError(path, None, "expected at least one row")
+    if all(g < 0 for g in columns[GROUP]):  # built before groups were recorded: no masking
+        del columns[GROUP]
     return Dataset.from_dict(columns)
 
 
@@ -640,11 +651,17 @@ def merge_entity_pairs(folders: list[str | Path], out: str | Path) -> dict:
     def rows() -> Iterator[dict]:
         from sentkit.datasets.lines import iter_jsonl
 
+        first_group = 0  # each folder numbers its source sentences from 0: shift them apart
         for folder, table in zip(folders, tables):
+            last_group = -1
             for _, row in iter_jsonl(Path(folder) / ROWS):
                 row[ENTITY] = new_id[table[row[ENTITY]].key]
                 row[NEGATIVE_ENTITY] = new_id[table[row[NEGATIVE_ENTITY]].key]
+                if isinstance(row.get(GROUP), int) and row[GROUP] >= 0:
+                    last_group = max(last_group, row[GROUP])
+                    row[GROUP] += first_group
                 yield row
+            first_group += last_group + 1
 
     written = _write_rows(out / ROWS, rows(), 0, 0, stats, str(folders[0]))
     atomic_write_text(

@@ -11,11 +11,12 @@ evaluation set: XNLI's test split, Tatoeba and MewsC-16 are not used.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, LANG
+from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, GROUP, LANG
 from sentkit.datasets.nli import read_xnli
 from sentkit.datasets.xnli import XNLI_LANGS
 from sentkit.errors import DataFormatError
@@ -74,11 +75,16 @@ def xnli_entity_rows(
     anchors: Callable[[], Iterator[tuple[str, int]]],
     data_root: str | Path | None = None,
     langs: tuple[str, ...] = XNLI_LANGS,
+    groups: Iterator[int] | None = None,
 ) -> Iterator[dict]:
-    """Rows (anchor, entity, lang, page, on_page) for every XNLI dev sentence whose English side names an entity.
+    """Rows (anchor, entity, lang, group, page, on_page) for every XNLI dev sentence whose English side names
+    an entity.
 
-    `on_page` (the entities of the same English sentence) is what the hard-negative miner must avoid.
+    `on_page` (the entities of the same English sentence) is what the hard-negative miner must avoid;
+    `group` numbers the English sentence (drawn from `groups`, default 0, 1, ...), so its translations (and
+    its rows for other entities) are not each other's in-batch negatives.
     """
+    groups = itertools.count() if groups is None else groups
     forms = surface_forms(anchors())
     texts = {lang: read_xnli(lang, "dev", root=data_root) for lang in langs}
     english = texts["en"] if "en" in texts else read_xnli("en", "dev", root=data_root)
@@ -96,6 +102,7 @@ def xnli_entity_rows(
             if sentence in seen:  # each premise is repeated for its three hypotheses
                 continue
             seen.add(sentence)
+            group = next(groups)
             entities = find_entities(sentence, forms)
             for entity in entities:
                 for lang, rows in texts.items():
@@ -103,6 +110,7 @@ def xnli_entity_rows(
                         ANCHOR: getattr(rows[i], side),
                         ENTITY_IDS: entity,
                         LANG: lang,
+                        GROUP: group,
                         "page": f"xnli-dev:{i + 1}:{side}",
                         "on_page": set(entities),
                     }
