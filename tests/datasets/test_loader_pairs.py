@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from sentkit.datasets.labelled import LabelledPairs, LabelledTexts
 from sentkit.datasets.labelled_sentences import load_marc_categories
 from sentkit.datasets.marc import load_marc
 from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
@@ -22,6 +23,7 @@ from sentkit.datasets.sts17 import DEFAULT_PAIRS, PAIR_FILES, read_sts17
 from sentkit.datasets.stsb import read_stsb
 from sentkit.datasets.xnli import load_xnli
 from sentkit.tasks import get_task
+from sentkit.tasks.task import subsample
 
 
 def raw_lines(path) -> list[str]:
@@ -268,4 +270,31 @@ def test_japanese_sts_pairs_equal_a_plain_read(data_root):
         [r["sentence_A"] for r in table],
         [r["sentence_B"] for r in table],
         [float(r["relatedness_score"]) for r in table],
+    )
+
+
+# ---- subsets (every task's max_per_lang / max_train) keep the pairs -------------------------------------
+def test_subsets_keep_each_text_with_its_label():
+    texts = LabelledTexts(["a", "b", "c", "d", "e"], np.array([10, 11, 12, 13, 14]))
+    part = texts.subset(np.array([1, 3, 4]))
+    assert (part.texts, part.labels.tolist()) == (["b", "d", "e"], [11, 13, 14])
+    pairs = LabelledPairs(["a", "b", "c"], ["x", "y", "z"], np.array([0, 1, 2]))
+    part = pairs.subset(np.array([0, 2]))
+    assert (part.first, part.second, part.labels.tolist()) == (["a", "c"], ["x", "z"], [0, 2])
+
+
+def test_seeded_subsets_of_real_files_keep_their_rows(data_root):
+    rows = subsample(5000, 100)
+    records = raw_marc(data_root / "transfer" / "MARC" / "test.fr.json")
+    part = load_marc("fr", "test", data_root).subset(rows)
+    assert part.texts == [records[i]["review_body"] for i in rows]
+    assert part.labels.tolist() == [int(records[i]["stars"]) - 1 for i in rows]
+    label_ids = {"entailment": 0, "neutral": 1, "contradiction": 2}
+    first, second, labels = raw_pairs(data_root / "transfer" / "XNLI" / "test-fr.tsv", label_ids)
+    rows = subsample(len(labels), 60)
+    part = load_xnli("fr", "test", data_root).subset(rows)
+    assert (part.first, part.second, part.labels.tolist()) == (
+        [first[i] for i in rows],
+        [second[i] for i in rows],
+        [labels[i] for i in rows],
     )
