@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import csv
 import json
+import tarfile
 
 import numpy as np
 import pytest
 
+from sentkit.datasets.bucc import load_bucc
 from sentkit.datasets.labelled import LabelledPairs, LabelledTexts
 from sentkit.datasets.labelled_sentences import load_marc_categories
 from sentkit.datasets.marc import load_marc
@@ -21,6 +23,7 @@ from sentkit.datasets.short_text_clustering import SHORT_TEXT_SETS, load_short_t
 from sentkit.datasets.sick import read_sick
 from sentkit.datasets.sts17 import DEFAULT_PAIRS, PAIR_FILES, read_sts17
 from sentkit.datasets.stsb import read_stsb
+from sentkit.datasets.tatoeba import load_tatoeba, tatoeba_languages
 from sentkit.datasets.xnli import load_xnli
 from sentkit.tasks import get_task
 from sentkit.tasks.task import subsample
@@ -271,6 +274,46 @@ def test_japanese_sts_pairs_equal_a_plain_read(data_root):
         [r["sentence_B"] for r in table],
         [float(r["relatedness_score"]) for r in table],
     )
+
+
+# ---- bitext: Tatoeba line-aligned translations, BUCC sentences by id and gold pairs ---------------------
+def test_tatoeba_pairs_equal_a_plain_read(data_root):
+    folder = data_root / "bitext" / "tatoeba"
+    for lang in tatoeba_languages(data_root):
+        src, eng = load_tatoeba(lang, data_root)
+        raw_src = raw_lines(folder / f"tatoeba.{lang}-eng.{lang}")
+        raw_eng = raw_lines(folder / f"tatoeba.{lang}-eng.eng")
+        assert list(zip(src, eng)) == list(zip(raw_src, raw_eng, strict=True)), lang
+    src, eng = load_tatoeba("deu", data_root)
+    assert (src[500], eng[500]) == (
+        "Trotz der Wichtigkeit von Schlaf ist sein Zweck ein Rätsel.",
+        "Despite the importance of sleep, its purpose is a mystery.",
+    )
+    assert (src[-1], eng[-1]) == ("Kann ich mit Kreditkarte bezahlen?", "Can I pay by credit card?")
+
+
+def raw_bucc(archive, pair: str, suffix: str) -> list[tuple[str, ...]]:
+    """Tab-split rows of one member of a BUCC archive (`{pair}.sample.{suffix}`), read with tarfile."""
+    with tarfile.open(archive) as tar:
+        text = tar.extractfile(f"bucc2018/{pair}/{pair}.sample.{suffix}").read().decode("utf-8")
+    return [tuple(line.split("\t")) for line in text.split("\n") if line]
+
+
+def test_bucc_sentences_and_gold_equal_a_plain_tar_read(data_root):
+    for pair in ("de-en", "fr-en"):
+        archive = data_root / "bitext" / "bucc" / f"bucc2018-{pair}.sample-gold.tar.bz2"
+        src, trg, gold = (raw_bucc(archive, pair, suffix) for suffix in (pair[:2], "en", "gold"))
+        data = load_bucc(pair, data_root)
+        assert list(zip(data.src_ids, data.src_sentences)) == src
+        assert list(zip(data.trg_ids, data.trg_sentences)) == trg
+        assert data.gold == gold
+    de = load_bucc("de-en", data_root)
+    src, trg = dict(zip(de.src_ids, de.src_sentences)), dict(zip(de.trg_ids, de.trg_sentences))
+    assert de.gold[0] == ("de-000000003", "en-000007818")
+    assert src["de-000000003"].startswith(
+        "Es wird erwartet, dass die Weltbevölkerung bis 2050 neun Milliarden"
+    )
+    assert trg["en-000007818"] == "By 2050, the global human population is expected to exceed nine billion."
 
 
 # ---- subsets (every task's max_per_lang / max_train) keep the pairs -------------------------------------
