@@ -191,3 +191,82 @@ def test_names_from_user_data_are_escaped_in_every_report_file(tmp_path):
     assert "<script>alert" not in page and "<i>" not in page
     assert "a|b &lt;script&gt;alert(1)&lt;/script&gt; `x` $\\frac{$\nsecond line" in page
     assert written["bars"].read_bytes()[:4] == b"\x89PNG"
+
+
+# ---- cell values: every number on the page and in report.md is the score of its own run, task and key ----
+def _saved_runs(report_inputs) -> list[dict]:
+    """The two results files as `sentkit eval` wrote them, read with json (the report's inputs)."""
+    runs = []
+    for path in report_inputs["results"]:
+        with open(path, encoding="utf-8") as fh:
+            runs.append(json.load(fh))
+    return runs
+
+
+def _cell_tips(figure: str) -> list[tuple[str, str]]:
+    """(hover title, printed value) of each heatmap cell, in drawing order (row by row)."""
+    return re.findall(r"<title>([^<]+)</title></rect><text [^>]*>([^<]+)</text>", figure)
+
+
+def test_summary_cells_are_each_runs_main_scores(report, report_inputs):
+    _, page = report
+    runs = _saved_runs(report_inputs)
+    summary = page.split('<section id="heatmaps">')[0]
+    header = re.findall(r'<th title="([^"]+)">', summary)
+    assert header == list(runs[0]["tasks"])
+    for run in runs:
+        row = re.search(rf"<tr><th>{re.escape(run['model'])}</th>(.*?)</tr>", summary).group(1)
+        cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        assert cells == [f"{run['tasks'][task]['main_score']:.2f}" for task in header]
+    mteb = re.search(r"<tr><th>intfloat/multilingual-e5-small \(MTEB\).*?</tr>", summary).group(0)
+    assert [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", mteb)] == [
+        "83.59" if task == "stsb" else "-" for task in header
+    ]
+
+
+def test_knn_matrix_cells_are_query_by_target(report, report_inputs):
+    _, page = report
+    runs = _saved_runs(report_inputs)
+    [knn] = [task for task in runs[0]["tasks"] if task.startswith("knn:")]
+    figures = _figures(page, "knn-matrix")
+    assert len(figures) == len(runs)
+    for figure, run in zip(figures, runs):
+        scores = run["tasks"][knn]["scores"]
+        assert scores["de->en"] != scores["en->de"]  # so a transposed matrix shows
+        langs = list(dict.fromkeys(key.split("->")[0] for key in scores if "->" in key))
+        assert sorted(langs) == ["de", "en"]
+        assert _cell_tips(figure) == [  # row a, column b: a's queries labelled by their nearest b sentence
+            (f"{a} / target language {b}: {scores[f'{a}->{b}']:.2f}", f"{scores[f'{a}->{b}']:.1f}")
+            for a in langs
+            for b in langs
+        ]
+
+
+def test_language_heatmap_cells_are_each_runs_breakdown(report, report_inputs):
+    _, page = report
+    runs = _saved_runs(report_inputs)
+    heatmaps = _figures(page, "heatmap")
+    sts17 = next(f for f in heatmaps if 'aria-label="sts17: score per language / pair"' in f)
+    pairs = [k for k in runs[0]["tasks"]["sts17"]["scores"] if "-" in k]
+    assert _cell_tips(sts17) == [
+        (
+            f"{run['model']} / {pair}: {run['tasks']['sts17']['scores'][pair]:.2f}",
+            f"{run['tasks']['sts17']['scores'][pair]:.1f}",
+        )
+        for run in runs
+        for pair in pairs
+    ]
+
+
+def test_markdown_table_cells_are_each_runs_scores(report, report_inputs):
+    written, _ = report
+    runs = _saved_runs(report_inputs)
+    lines = written["markdown"].read_text(encoding="utf-8").splitlines()
+    assert "| task | trigram-64 | trigram-256 | intfloat/multilingual-e5-small (MTEB) |" in lines
+    for task in runs[0]["tasks"]:
+        mteb = "83.59" if task == "stsb" else "-"
+        main = [f"{r['tasks'][task]['main_score']:.2f}" for r in runs]
+        assert f"| **{task}** | {' | '.join(main)} | {mteb} |" in lines
+        for key in (k for k in runs[0]["tasks"][task]["scores"] if k != "main_score"):
+            cells = [f"{r['tasks'][task]['scores'][key]:.2f}" for r in runs]
+            assert f"| {task} / {key} | {' | '.join(cells)} | - |" in lines  # MTEB: main scores only

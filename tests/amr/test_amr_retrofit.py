@@ -105,10 +105,15 @@ def test_amr_encoder_folder_round_trip(tiny_encoder, tmp_path, monkeypatch):
     parse_module.get_parser.cache_clear()
 
 
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
 def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch):
     pytest.importorskip("penman")
     import penman
 
+    from conftest import make_tiny_encoder
     from sentkit.amr import parse as parse_module
     from sentkit.amr.encoder import AmrEncoder
     from sentkit.encoders import load_encoder
@@ -122,12 +127,20 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
 
     monkeypatch.setitem(parse_module.PARSERS, "stub", StubParser)
     parse_module.get_parser.cache_clear()
+    graph_model = make_tiny_encoder(seed=1)  # other weights than the text model, so h cannot pass for s
     text_dir = tiny_encoder.save(tmp_path / "text")
-    amr_dir = AmrEncoder(tiny_encoder, parser="stub").save(tmp_path / "graph")
+    amr_dir = AmrEncoder(graph_model, parser="stub").save(tmp_path / "graph")
+    sentences = ["a b", "c d e"]
+    # by hand: each sentence's stub graph, linearised (Cai et al. sec. 4.1), is what the AMR side encodes
+    s = tiny_encoder.encode(sentences)  # (2, 32)
+    h = graph_model.encode(["( say-01 :ARG1 ( w3 ) )", "( say-01 :ARG1 ( w5 ) )"])  # (2, 32)
+    assert not np.allclose(graph_model.encode(sentences), h, atol=1e-3)  # the graph changes the vector
     encoder = load_encoder(f"retrofit:{text_dir}+{amr_dir}@sum_norm")
     assert encoder.combine == "sum_norm"
-    vectors = encoder.encode(["a b", "c d e"])
-    assert vectors.shape == (2, 32)
+    np.testing.assert_allclose(encoder.encode(sentences), _unit(s) + _unit(h), rtol=1e-5, atol=1e-6)
     default = load_encoder(f"retrofit:{text_dir}+{amr_dir}")
-    assert default.combine == "concat_norm" and default.encode(["a b"]).shape == (1, 64)
+    assert default.combine == "concat_norm"
+    np.testing.assert_allclose(
+        default.encode(sentences), np.concatenate([_unit(s), _unit(h)], axis=1), rtol=1e-5, atol=1e-6
+    )  # (2, 64)
     parse_module.get_parser.cache_clear()

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import resource
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from sentkit.provenance import machine_info
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))  # the bench scripts import bench_common from their own folder
 
 
 def _bench(name: str):
@@ -25,12 +32,81 @@ def test_planted_bitext_is_one_to_one_and_mined_back(tmp_path):
     planted = gold[gold >= 0]
     assert x.shape == y.shape == (1500, 64) and len(planted) == 300 and len(set(planted.tolist())) == 300
     out = tmp_path / "mining.json"
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB -> MiB
+    wall, cpu_time = time.perf_counter(), time.process_time()
     result = mining.main(["--n", "1500", "--paired", "0.2", "--threads", "1", "--out", str(out)])
+    wall, cpu_time = time.perf_counter() - wall, time.process_time() - cpu_time
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     cpu = result["runs"]["cpu"]
     assert cpu["f1"] > 90  # planted translations (cosine ~0.75 vs ~0.2) are found back by margin mining
-    assert cpu["cpu_s"] >= 0 and cpu["rss_peak_mib"] > 0
+    # the mining run's numbers lie inside what this process measured around the whole script
+    assert rss_before - 0.05 <= cpu["rss_peak_mib"] <= rss_after + 0.05  # the high-water mark, in MiB
+    assert cpu["wall_s"] <= wall + 0.005 and cpu["cpu_s"] <= cpu_time + 0.005
     assert ("gpu" in result["runs"]) == (result["gpus"] > 0)
+    assert result["threads"] == 1 and result["machine"] == machine_info()
+    assert result["machine"]["cpus"] == os.cpu_count()
+    assert result["versions"]["numpy"] == np.__version__ and "faiss" in result["versions"]
     assert json.loads(out.read_text())["planted_pairs"] == 300
+
+
+class _FakeClock:
+    """Stands in for a bench module's `time`: the clocks move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 100.0
+
+    def perf_counter(self) -> float:
+        return self.wall
+
+    def process_time(self) -> float:
+        return self.cpu
+
+    def advance(self, wall: float, cpu: float) -> None:
+        self.wall += wall
+        self.cpu += cpu
+
+    def strftime(self, fmt: str) -> str:
+        return time.strftime(fmt)
+
+
+def test_mining_times_and_memory_are_the_measured_differences(monkeypatch):
+    """With clocks and getrusage scripted: wall 2.5 s and CPU 4.25 s spent in mine_pairs, the RSS
+    high-water mark 200 MiB before and 500 MiB after (getrusage reports KiB on Linux)."""
+    from types import SimpleNamespace
+
+    mining = _bench("bitext_mining")
+    clock = _FakeClock()
+    peaks = iter([200 * 1024, 500 * 1024, 500 * 1024])  # before, after, and after again for the increase
+    monkeypatch.setattr(mining, "time", clock)
+    monkeypatch.setattr(
+        mining,
+        "resource",
+        SimpleNamespace(RUSAGE_SELF=0, getrusage=lambda who: SimpleNamespace(ru_maxrss=next(peaks))),
+    )
+    real_mine = mining.mine_pairs
+
+    def mine_pairs(*args, **kwargs):
+        clock.advance(wall=2.5, cpu=4.25)
+        return real_mine(*args, **kwargs)
+
+    monkeypatch.setattr(mining, "mine_pairs", mine_pairs)
+    x, y, gold = mining.planted_bitext(400, 16, paired=0.5, noise=0.3, seed=0)
+    run = mining.mine_and_score(x, y, gold)
+    assert (run["wall_s"], run["cpu_s"]) == (2.5, 4.25)
+    assert (run["rss_peak_mib"], run["rss_peak_increase_mib"]) == (500.0, 300.0)
+
+
+def test_speed_rows_divide_sentences_by_seconds():
+    from bench_common import speed_rows
+
+    rows = speed_rows({"a": [2.0, 0.5, 1.0], "b": [4.0, 5.0]}, {"a": [3.0, 1.0, 2.0], "b": [4.0, 4.0]}, n=10)
+    assert rows["a"] == {
+        "best_sent_per_s": 20.0,  # 10 sentences in the fastest 0.5 s
+        "median_sent_per_s": 10.0,  # median 1.0 s
+        "seconds": [2.0, 0.5, 1.0],
+        "cpu_seconds": [3.0, 1.0, 2.0],
+    }
+    assert (rows["b"]["best_sent_per_s"], rows["b"]["median_sent_per_s"]) == (2.5, 10 / 4.5)
 
 
 def test_profile_task_splits_encode_and_scoring(data_root, tiny_encoder):
@@ -42,14 +118,47 @@ def test_profile_task_splits_encode_and_scoring(data_root, tiny_encoder):
     counted = profile.CpuTimedEncoder(tiny_encoder)
     timed = _CachingEncoder(counted)
     args = Namespace(seed=0, batch_size=64, data_root=data_root, langs=["ko"], kmeans="sklearn+faiss")
+    before = counted.wall, counted.cpu
     row = profile.profile_task("mewsc16-100", timed, counted, args)
     assert row["sentences_encoded"] == 100 and row["class"] == "ClusteringTask"
-    assert row["encode_s"] > 0
+    # encode_s is the wall time the counting encoder measured for this task's calls
+    assert (row["encode_s"], row["encode_cpu_s"]) == (
+        round(counted.wall - before[0], 2),
+        round(counted.cpu - before[1], 2),
+    )
     assert row["scoring_s"] + 0.05 >= row["kmeans_s"] > 0  # k-means is part of scoring (each rounded)
     # the three parts cover the wall time (up to rounding and a descheduled moment between them)
     assert row["load_s"] + row["encode_s"] + row["scoring_s"] == pytest.approx(row["wall_s"], abs=0.5)
     again = profile.profile_task("knn-mewsc16-100", timed, counted, args)
     assert again["sentences_encoded"] == 0  # the same 100 rows come from the run-wide cache
+
+
+def test_profile_splits_scripted_time_exactly(data_root, monkeypatch):
+    """Clocks that move only inside the model's encode (0.25 s wall, 0.5 s CPU a call): loading and
+    scoring take 0, encoding all of it; the second task's rows come from the run-wide cache (0 s)."""
+    from argparse import Namespace
+
+    from sentkit.evaluate import _CachingEncoder
+
+    profile = _bench("eval_profile")
+    clock = _FakeClock()
+    monkeypatch.setattr(profile, "time", clock)
+
+    class ScriptedEncoder(profile.RandomEncoder):
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            clock.advance(wall=0.25, cpu=0.5)
+            return super().encode(sentences, batch_size, show_progress)
+
+    counted = profile.CpuTimedEncoder(ScriptedEncoder(16))
+    timed = _CachingEncoder(counted)
+    args = Namespace(seed=0, batch_size=64, data_root=data_root, langs=["ko"], kmeans="faiss")
+    row = profile.profile_task("mewsc16-100", timed, counted, args)
+    assert row["sentences_encoded"] == 100
+    times = ("load_s", "encode_s", "encode_cpu_s", "scoring_s", "wall_s", "cpu_s")
+    assert [row[k] for k in times] == [0.0, 0.25, 0.5, 0.0, 0.25, 0.5]
+    again = profile.profile_task("knn-mewsc16-100", timed, counted, args)
+    assert again["sentences_encoded"] == 0 and again["sentences_requested"] == 100
+    assert [again[k] for k in times] == [0.0] * 6
 
 
 def test_int8_bench_flops_and_interleaved_rounds():

@@ -80,11 +80,46 @@ def test_factories_are_registered_and_check_languages():
     assert get_task("agnews", langs=["en"]).subsets == ("agnews",)
 
 
-def test_mewsc16_task_on_real_korean_with_tiny_encoder(data_root, tiny_encoder):
-    # 344 sentences, 10 categories: a random 2-layer encoder clusters above chance floor but far from perfect
+def _raw_mewsc16(data_root, lang: str) -> tuple[list[str], list[str]]:
+    """MewsC-16 read with plain file reading: line-aligned sentences and categories, empty sentences dropped."""
+    folder = data_root / "clustering" / "mewsc16"
+    sentences = (folder / f"{lang}_sentences.txt").read_text(encoding="utf-8").split("\n")
+    categories = (folder / f"{lang}_categories.txt").read_text(encoding="utf-8").split("\n")
+    kept = [(s.strip(), c.strip()) for s, c in zip(sentences, categories, strict=True) if s.strip()]
+    return [s for s, _ in kept], [c for _, c in kept]
+
+
+def _matched_accuracy(gold: list, pred: np.ndarray) -> float:
+    """Percent right under the best one-to-one cluster -> label map (a contingency table and scipy)."""
+    from scipy.optimize import linear_sum_assignment
+
+    names, clusters = sorted(set(gold)), sorted(set(pred.tolist()))
+    table = np.array([[sum(g == n and p == c for g, p in zip(gold, pred)) for c in clusters] for n in names])
+    rows, cols = linear_sum_assignment(-table)
+    return 100.0 * table[rows, cols].sum() / len(gold)
+
+
+def test_mewsc16_task_on_real_korean_equals_plain_kmeans(data_root, tiny_encoder):
+    """344 sentences, 10 categories: the score is exactly scikit-learn's KMeans (k = 10, n_init 10, seeds
+    42-44) on the tiny BERT's vectors of the raw file's sentences, matched to the raw file's categories."""
+    from sklearn.cluster import KMeans
+
     scores = get_task("mewsc16", langs=["ko"], data_root=data_root).evaluate(tiny_encoder)
-    assert set(scores) == {"ko", "main_score", "truncated_sentences"}
-    assert 10 < scores["ko"] < 60
+    texts, categories = _raw_mewsc16(data_root, "ko")
+    assert len(texts) == 344 and len(set(categories)) == 10
+    distinct = list(dict.fromkeys(texts))
+    vectors = tiny_encoder.encode(distinct, batch_size=64)[[distinct.index(t) for t in texts]]  # (344, 32)
+    expected = np.mean(
+        [
+            _matched_accuracy(
+                categories, KMeans(n_clusters=10, n_init=10, random_state=seed).fit_predict(vectors)
+            )
+            for seed in (42, 43, 44)
+        ]
+    )
+    assert scores["ko"] == scores["main_score"] == pytest.approx(expected, abs=1e-12)
+    too_long = {t for t in texts if len(tiny_encoder.tokenizer(t)["input_ids"]) > 64}
+    assert scores["truncated_sentences"] == len(too_long)
 
 
 @pytest.mark.slow
@@ -100,8 +135,7 @@ def test_minilm_on_tweet(data_root):
 
 def test_mewsc16_sample_keeps_the_rows_knn_keeps(data_root):
     """mewsc16-100 and knn-mewsc16-100 score the same seeded rows, so a run encodes them once."""
-    from sentkit.datasets.mewsc16 import load_mewsc16
-    from sentkit.tasks import get_task
+    from sentkit.tasks.task import subsample
 
     clustering = get_task("mewsc16-100", langs=["ko", "eo"], data_root=data_root)
     knn = get_task("knn-mewsc16-100", langs=["ko", "eo"], data_root=data_root)
@@ -109,9 +143,10 @@ def test_mewsc16_sample_keeps_the_rows_knn_keeps(data_root):
     for lang in ("ko", "eo"):
         texts, labels = clustering._data[lang]
         assert len(texts) == 100 and texts == knn.data[lang].texts
-        full_texts, full_labels = load_mewsc16(lang, data_root)
-        label_of = dict(zip(full_texts, full_labels))
-        assert [label_of[t] for t in texts] == labels  # each sampled row keeps its own label
+        full_texts, full_labels = _raw_mewsc16(data_root, lang)  # the raw files, not the loader under test
+        rows = subsample(len(full_texts), 100)
+        assert texts == [full_texts[i] for i in rows]
+        assert labels == knn.data[lang].labels.tolist() == [full_labels[i] for i in rows]  # rows keep labels
 
 
 # ---- k-means speed: the exact seeding, the FAISS option ---------------------------------------------------

@@ -86,6 +86,9 @@ def test_max_per_lang_subsamples(toy_root):
     task = knn_task("marc", langs=["en"], data_root=toy_root, max_per_lang=10)
     task.load()
     assert len(task.data["en"]) == 10
+    kept = task.data["en"]
+    assert len(set(kept.texts)) == 10 and kept.texts != [f"r{i}" for i in range(10)]  # a sample, not a head
+    assert kept.labels.tolist() == [int(t[1:]) % 5 for t in kept.texts]  # row i: i % 5 + 1 stars
 
 
 @pytest.mark.slow

@@ -76,11 +76,24 @@ def test_stsb_dev_encodes_each_sentence_once_and_matches_direct_scoring(data_roo
 def test_sts17_breakdown_and_mean(data_root):
     task = get_task("sts17", langs=["en-en", "de-en", "es"])
     assert task.languages == ("en-en", "en-de", "es-es")
-    scores = task.evaluate(CharBagEncoder())
+    encoder = CharBagEncoder()
+    scores = task.evaluate(encoder)
     assert set(scores) == {"main_score", "en-en", "en-de", "es-es"}
     assert scores["main_score"] == pytest.approx(np.mean([scores[k] for k in task.languages]))
     assert task.meta["pairs"] == {"en-en": 250, "en-de": 250, "es-es": 250}
     assert scores["en-en"] > scores["en-de"]  # character overlap helps monolingual pairs only
+    # each pair's score: Spearman of the raw file's third column against the cosines of its two columns
+    folder = data_root / "sts" / "STS17-test"
+    files = {"en-en": "track5.en-en", "en-de": "extended.de-en", "es-es": "track3.es-es"}
+    for pair, name in files.items():
+        rows = [
+            line.split("\t")
+            for line in (folder / f"STS.input.{name}.txt").read_text(encoding="utf-8").splitlines()
+        ]
+        cos = _cosines(encoder.encode([r[0] for r in rows]), encoder.encode([r[1] for r in rows]))
+        assert scores[pair] == pytest.approx(
+            100 * spearmanr(cos, [float(r[2]) for r in rows]).statistic, abs=1e-9
+        )
 
 
 def test_select_pairs():
@@ -144,14 +157,50 @@ def test_japanese_tasks_load_their_split(data_root, name, pairs):
     assert task.meta["pairs"] == {"ja": pairs}
 
 
-def test_tiny_random_model_far_below_minilm(data_root):
+def _raw_stsb_test(data_root) -> tuple[list[str], list[str], list[float]]:
+    """STS-B test read with plain file reading: columns 6 and 7 are the sentences, column 5 the gold score."""
+    path = data_root / "sts" / "STSBenchmark" / "sts-test.csv"
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").split("\n") if line]
+    return [r[5] for r in rows], [r[6] for r in rows], [float(r[4]) for r in rows]
+
+
+def _cosines(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise cosine in float64 (on integer counts every dot and squared norm is exact, so sentences
+    repeated in both columns tie at the same value, as in the task)."""
+    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    return (u * v).sum(axis=1) / (np.sqrt((u * u).sum(axis=1)) * np.sqrt((v * v).sum(axis=1)))
+
+
+class _Recording:
+    """Passes `encode` through and keeps each sentence's vector (so the test need not encode twice)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.vectors = inner, inner.name, {}
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        out = self.inner.encode(sentences, batch_size=batch_size)
+        self.vectors.update(zip(sentences, out))
+        return out
+
+    def __getattr__(self, item):
+        return getattr(self.inner, item)
+
+
+def test_tiny_random_model_scores_exactly_its_spearman_on_the_raw_gold(data_root):
     import torch
 
     from conftest import make_tiny_encoder
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    scores = get_task("stsb").evaluate(make_tiny_encoder("mean"))
-    assert scores["main_score"] < 60.0
+    encoder = _Recording(make_tiny_encoder("mean"))
+    scores = get_task("stsb").evaluate(encoder)
+    first, second, gold = _raw_stsb_test(data_root)
+    assert len(gold) == 1379
+    # the pairs and gold of the raw file, with each sentence's vector: the exact Spearman the task must give
+    cos = _cosines([encoder.vectors[s] for s in first], [encoder.vectors[s] for s in second])
+    expected = 100 * spearmanr(cos, gold).statistic
+    assert scores["main_score"] == scores["en"] == pytest.approx(expected, abs=1e-9)
+    assert expected < 60.0  # word overlap only: far below MiniLM's 82
 
 
 @pytest.mark.slow

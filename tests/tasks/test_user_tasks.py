@@ -15,6 +15,7 @@ from sentkit.errors import DataFormatError, DataWarning, LanguageNotCovered, Unk
 from sentkit.evaluate import evaluate
 from sentkit.tasks import get_task, resolve_tasks
 from sentkit.tasks.retrieval import QAbotTask
+from sentkit.tasks.task import subsample
 
 
 def write_tsv(path, rows, header=None):
@@ -87,11 +88,23 @@ def test_clustering_file_equals_mewsc16_sample(data_root, tmp_path):
     assert set(mine) == {"main_score", "en", "ja"}
 
 
+def _raw_rows(path, rows) -> list[list[str] | dict]:
+    """The given rows of a raw benchmark file, read without sentkit (json lines or tab-separated)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    parse = json.loads if path.suffix == ".json" else (lambda line: line.split("\t"))
+    return [parse(lines[i]) for i in rows]
+
+
 def test_knn_file_equals_marc_matrix(data_root, tmp_path):
     builtin_task = get_task("knn-marc", langs=["de", "en"], data_root=data_root)
     builtin_task.max_per_lang = 80
-    builtin_task.load()
-    rows = [(t, label, lang) for lang, d in builtin_task.data.items() for t, label in zip(d.texts, d.labels)]
+    # the file holds the task's seeded rows read from the raw files, not task.data: a task whose texts
+    # and labels fell out of step cannot pass by writing its own mistake into the file
+    rows = [
+        (r["review_body"], int(r["stars"]) - 1, lang)
+        for lang in ("de", "en")
+        for r in _raw_rows(data_root / "transfer" / "MARC" / f"test.{lang}.json", subsample(5000, 80))
+    ]
     path = write_tsv(tmp_path / "labelled.tsv", rows)  # headerless: text, label, lang
     encoder = NgramEncoder(dim=64)
     builtin = builtin_task.evaluate(encoder)
@@ -149,17 +162,17 @@ def test_retrieval_files_equal_qabot(data_root, tmp_path):
 def test_classification_files_equal_xnli_transfer(data_root, tmp_path):
     builtin_task = get_task("xnli", langs=["de", "fr"], data_root=data_root)
     builtin_task.max_per_lang, builtin_task.max_train = 40, 120
-    builtin_task.load()
-    train = builtin_task.train
+    # written from the task's seeded rows of the raw files (split on tabs), not from the loaded task
+    xnli = data_root / "transfer" / "XNLI"
     write_tsv(
         tmp_path / "train.tsv",
-        zip(train.first, train.second, train.labels),
+        _raw_rows(xnli / "dev-en.tsv", subsample(2490, 120)),
         header=("sentence1", "sentence2", "label"),
     )
     test_rows = [
         (a, b, y, lang)
-        for lang, d in builtin_task.tests.items()
-        for a, b, y in zip(d.first, d.second, d.labels)
+        for lang in ("de", "fr")
+        for a, b, y in _raw_rows(xnli / f"test-{lang}.tsv", subsample(5010, 40))
     ]
     write_tsv(tmp_path / "test.tsv", test_rows, header=("sentence1", "sentence2", "label", "lang"))
     encoder = NgramEncoder(dim=16)
