@@ -51,10 +51,13 @@ def test_retrofit_encoder_matches_the_formula(how):
 
 
 def test_retrofit_name_is_checked():
-    from sentkit.encoders import load_encoder
+    from sentkit import encoders, load_encoder
 
     with pytest.raises(ValueError, match=r"retrofit:<text model>\+<amr model>"):
         load_encoder("retrofit:muse-m")
+    # the encoders package does not know the AMR side; it says where such names load
+    with pytest.raises(ValueError, match=r"load with sentkit.load_encoder"):
+        encoders.load_encoder("retrofit:muse-m+runs/amr/best")
 
 
 def test_vocabulary_extension_makes_single_tokens_initialised_from_pieces(tiny_encoder):
@@ -109,9 +112,9 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
     pytest.importorskip("penman")
     import penman
 
+    from sentkit import load_encoder
     from sentkit.amr import parse as parse_module
     from sentkit.amr.encoder import AmrEncoder
-    from sentkit.encoders import load_encoder
 
     class StubParser:
         def __init__(self, lang="en"):
@@ -126,6 +129,7 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
     amr_dir = AmrEncoder(tiny_encoder, parser="stub").save(tmp_path / "graph")
     encoder = load_encoder(f"retrofit:{text_dir}+{amr_dir}@sum_norm")
     assert encoder.combine == "sum_norm"
+    assert isinstance(encoder.other, AmrEncoder) and encoder.other.parser == "stub"
     vectors = encoder.encode(["a b", "c d e"])
     assert vectors.shape == (2, 32)
     default = load_encoder(f"retrofit:{text_dir}+{amr_dir}")

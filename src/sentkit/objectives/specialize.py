@@ -1,12 +1,17 @@
 """Semantic specialization of a multilingual encoder on labelled sentences of one language: Emu (Hirota et
-al., AAAI 2020) and the metric-learning baselines it compares against (softmax, contrastive, N-pair).
+al., "Emu: Enhancing Multilingual Sentence Embeddings with Semantic Specialization", AAAI 2020) and the
+metric-learning baselines it compares against (softmax, contrastive, N-pair).
 
 Emu = a semantic classifier (L2-constrained softmax, Ranjan et al. 2017, plus center loss, Wen et al. 2016:
-Emu eq. 2) and a language discriminator trained as a Wasserstein critic with weight clipping (Arjovsky
+Emu eqs. 1-2) and a language discriminator trained as a Wasserstein critic with weight clipping (Arjovsky
 et al. 2017) that tells the training language's sentence vectors from those of other languages; the
 encoder is pushed to fool it (Emu eqs. 3-4, Algorithm 1). Rows carry `anchor` (a labelled sentence of the
 training language), `label` (int class id) and, for the discriminator, `adversarial` (an unlabelled
 sentence of another language, drawn uniformly per row; for Emu-Parallel a translation of the anchor).
+
+Data construction: `sentkit/training_data/specialization.py` builds those rows (from labelled sentences
+such as `sentkit.datasets.labelled_sentences`'s MARC categories). The critic's inner loop is declared to
+the trainer with `sentkit.objectives.hooks.ExtraOptimizer`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from torch import nn
 from sentkit.datasets.columns import ADVERSARIAL, ANCHOR, LABEL
 from sentkit.errors import ConfigError, DataFormatError
 from sentkit.objectives.gather import is_distributed
+from sentkit.objectives.hooks import ExtraOptimizer
 from sentkit.objectives.simcse import encode_views
 
 
@@ -340,12 +346,10 @@ class Emu(nn.Module):
         """The new classifier layer learns at `head_lr` (Emu's rate); the encoder at the run's lr."""
         return [{"params": list(self.classifier.parameters()), "lr": self.config.head_lr}]
 
-    def extra_optimizers(self) -> dict:
+    def extra_optimizers(self) -> dict[str, ExtraOptimizer]:
         """The critic's own optimizer, `critic_steps` updates per encoder step, clipped after each (Algorithm 1)."""
         if self.critic is None:
             return {}
-        from sentkit.training import ExtraOptimizer
-
         c = self.config
         # RMSProp as WGAN: a momentum-free optimizer for the clipped critic (Arjovsky et al. 2017, sec. 3)
         optimizer = torch.optim.RMSprop(self.critic.parameters(), lr=c.critic_lr)

@@ -20,10 +20,10 @@ def training_rows(spec, data_root: str | Path | None = None):
     """A `datasets.Dataset` from a Dataset, a callable returning one, or a data spec, rows in file order.
 
     Specs (files, folders, `xnli[:langs]`, corpus names) are resolved by
-    `sentkit.training_data.triplets.load_training_data`; the Trainer shuffles the rows with the run's seed.
+    `sentkit.training_data.specs.load_training_data`; the Trainer shuffles the rows with the run's seed.
     """
     import datasets
-    from sentkit.training_data.triplets import load_training_data
+    from sentkit.training_data.specs import load_training_data
 
     if isinstance(spec, datasets.Dataset):
         return spec
