@@ -1,4 +1,4 @@
-"""Training speed and memory: `sentkit.trainer.train` vs a minimal plain-PyTorch loop, same work per step.
+"""Training speed and memory: `sentkit.training.train` vs a minimal plain-PyTorch loop, same work per step.
 
 Both run unsupervised SimCSE (each sentence encoded twice in one forward pass under dropout, InfoNCE
 over cosine / 0.05, SimCSE eq. 1) on the same model, batch size, max length and sentences, with AdamW
@@ -44,7 +44,7 @@ def full_length_sentences(spec: str, model_dir: str, max_length: int, needed: in
     """Texts from a training data spec that fill `max_length` tokens, so no batch is shorter than another."""
     from transformers import AutoTokenizer
 
-    from sentkit.training_data.triplets import load_training_data
+    from sentkit.training_data.specs import load_training_data
 
     texts = list(load_training_data(spec, seed=seed)["anchor"])
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -99,7 +99,7 @@ def run_sentkit(args: argparse.Namespace, sentences: list[str]) -> dict:
     from transformers import TrainerCallback
 
     from datasets import Dataset
-    from sentkit.trainer import TrainConfig, train
+    from sentkit.training import TrainConfig, train
 
     class StepClock(TrainerCallback):
         def __init__(self) -> None:

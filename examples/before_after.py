@@ -1,7 +1,7 @@
 """Shared driver of the training examples: score a test task, train, score the trained model, write both.
 
 Each example names its objective, data, test task and model selection; this module does the rest the same
-way for all of them: seeds, times each phase, trains with `sentkit.trainer.train`, writes
+way for all of them: seeds, times each phase, trains with `sentkit.training.train`, writes
 `<out>/results.json` atomically (start and end scores, config, versions, machine, seed, timings) and
 prints a start-vs-end table.
 """
@@ -52,8 +52,8 @@ def run_before_after(
     from sentkit.atomic import atomic_write_json
     from sentkit.encoders import load_encoder
     from sentkit.provenance import machine_info, package_versions, seed_everything
-    from sentkit.trainer import TrainConfig, train
-    from sentkit.training_data.triplets import load_training_data
+    from sentkit.training import TrainConfig, train
+    from sentkit.training_data.specs import load_training_data
 
     torch.set_num_threads(args.threads)
     seed_everything(args.seed)

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     from sentkit.datasets.jsts import read_jsts
     from sentkit.datasets.root import data_file
     from sentkit.encoders import load_encoder
-    from sentkit.training_data.domain_corpus import load_pipeline
+    from sentkit.training_data.jcse.domain_corpus import load_pipeline
 
     pairs = read_jsts(data_file("sts-ja", "JAC-STS", "JAC-sts-test.csv", root=args.data_root))
     relevant = np.flatnonzero(pairs.gold >= args.min_gold)

@@ -78,7 +78,7 @@ def parse_args(argv):
 
 
 def build_pairs(args, dump: str) -> tuple[Path, dict]:
-    from sentkit.training_data.entity_pairs import EaseBuildConfig, build_entity_pairs
+    from sentkit.training_data.ease.entity_pairs import EaseBuildConfig, build_entity_pairs
 
     out = Path(args.out) / "pairs"
     config = EaseBuildConfig(
@@ -100,7 +100,7 @@ def build_pairs(args, dump: str) -> tuple[Path, dict]:
 def entity_vectors(args, dump: str) -> tuple[str, dict]:
     from wikipedia2vec import Wikipedia2Vec
 
-    from sentkit.training_data.entity_vectors import train_wikipedia2vec
+    from sentkit.training_data.ease.entity_vectors import train_wikipedia2vec
 
     clock = time.perf_counter()
     path = train_wikipedia2vec(
@@ -177,7 +177,7 @@ def main(argv=None) -> dict:
     from sentkit.atomic import atomic_write_json
     from sentkit.encoders import load_encoder
     from sentkit.provenance import machine_info, package_versions, seed_everything
-    from sentkit.training_data.entity_pairs import read_entity_pairs
+    from sentkit.training_data.ease.entity_pairs import read_entity_pairs
 
     args = parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -1,6 +1,6 @@
 """Unsupervised SimCSE on JCSE's Japanese clinical corpus from multilingual-e5-small: JAC-STS before vs after.
 
-Issue #3, run 1. Start = the packaged e5-small port (`e5-small-m`); training = `sentkit.trainer.train`
+Issue #3, run 1. Start = the packaged e5-small port (`e5-small-m`); training = `sentkit.training.train`
 with the `simcse-unsup` objective on `ja-clinic` (11,776 distinct lines), model selection on JAC-STS dev
 (184 pairs) every `--eval-steps` with the untrained model as step 0, as SimCSE selects on STS-B dev; the
 kept model is scored on JAC-STS test (3482 pairs), which training never sees. Writes
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="e5-small-m")
     parser.add_argument(
-        "--data", default="ja-clinic", help="training data spec (sentkit.training_data.triplets)"
+        "--data", default="ja-clinic", help="training data spec (sentkit.training_data.specs)"
     )
     parser.add_argument("--max-rows", type=int, default=0, help="seeded sample of N corpus lines (0 = all)")
     parser.add_argument("--batch-size", type=int, default=64, help="SimCSE unsup: 64")

@@ -117,7 +117,7 @@ def stage1_rows(args, out: Path) -> tuple[str, dict]:
     """Build (or reuse) the stage-one rows with the offline generator; returns the file and its manifest."""
     import json
 
-    from sentkit.training_data.build_contradictions import ContradictionBuildConfig, build_contradictions
+    from sentkit.training_data.jcse.build import ContradictionBuildConfig, build_contradictions
 
     path = out / f"stage1-{args.corpus}-{args.lines}-k{args.k}.csv"
     manifest = path.with_name(path.name + ".manifest.json")
@@ -140,7 +140,7 @@ def train_row(args, model_out: Path, model: str, row: str, stage1_file: str) -> 
     if row == "direct":
         return None, {}
     if row == "unsup":
-        from sentkit.training_data.triplets import load_training_data
+        from sentkit.training_data.specs import load_training_data
 
         data = load_training_data(
             args.corpus, max_rows=args.batch_size * args.unsup_steps, seed=args.seed, data_root=args.data_root
@@ -169,7 +169,7 @@ def train_row(args, model_out: Path, model: str, row: str, stage1_file: str) -> 
 def _train(args, model, objective, data, run_out: Path, steps: int, alpha) -> tuple[Path, dict]:
     import json
 
-    from sentkit.trainer import TrainConfig, train
+    from sentkit.training import TrainConfig, train
 
     config = TrainConfig(
         model=str(model),

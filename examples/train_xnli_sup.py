@@ -2,7 +2,7 @@
 
 Issue #3, run 2. The English NLI training sets SimCSE uses are not available offline, so the triplets
 are built from XNLI's dev sets (830 premises x 15 languages = 12,450 (premise, entailment,
-contradiction) triplets; `sentkit.training_data.triplets.xnli_triplets`). Training = `sentkit.trainer.train`
+contradiction) triplets; `sentkit.training_data.triplets.xnli_triplets`). Training = `sentkit.training.train`
 with `simcse-sup` (hard negatives weighted by alpha, JCSE eq. 5; alpha = 1 is SimCSE eq. 5); the last
 model is kept (STS17 has no dev split, and selecting on it would be selecting on the test). Success =
 the STS17 average (10 pairs, 250 each) rises or holds. Writes `<out>/results.json` atomically and prints

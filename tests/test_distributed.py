@@ -146,7 +146,7 @@ def test_torchrun_two_processes_match_one_process_with_double_batch(tmp_path, da
     from safetensors.torch import load_file
 
     from sentkit.datasets.stsb import read_stsb
-    from sentkit.trainer import TrainConfig, train
+    from sentkit.training import TrainConfig, train
     from test_trainer import save_tiny_model
 
     model_dir = save_tiny_model(tmp_path / "tiny", dropout=False)

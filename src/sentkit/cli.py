@@ -120,8 +120,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_build_parser(sub) -> None:
-    """`sentkit build ease`: EASE rows from a Wikipedia dump (sentkit.training_data.entity_pairs);
-    `sentkit build contradictions`: JCSE stage-one rows (sentkit.training_data.build_contradictions);
+    """`sentkit build ease`: EASE rows from a Wikipedia dump (sentkit.training_data.ease.entity_pairs);
+    `sentkit build contradictions`: JCSE stage-one rows (sentkit.training_data.jcse.build);
     `sentkit build translated-sts`: JCSE's translated STS benchmark (sentkit.datasets.sts_translation)."""
     build = sub.add_parser("build", help="build training data (`sentkit build ease --help`)")
     kinds = build.add_subparsers(dest="kind", required=True, parser_class=_Parser)
@@ -169,7 +169,7 @@ def _add_build_parser(sub) -> None:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     if args.kind == "contradictions":
-        from sentkit.training_data.build_contradictions import ContradictionBuildConfig, build_contradictions
+        from sentkit.training_data.jcse.build import ContradictionBuildConfig, build_contradictions
 
         options = {k: v for k, v in vars(args).items() if k not in ("command", "kind")}
         manifest = build_contradictions(ContradictionBuildConfig(**options))
@@ -183,7 +183,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
         summary = translate_sts_file(args.input, args.gold, **options)
         print(f"{summary['kept']} of {summary['pairs']} pairs kept (BLEU-1 >= {args.min_bleu}) -> {args.out}")
         return 0
-    from sentkit.training_data.entity_pairs import EaseBuildConfig, build_entity_pairs, merge_entity_pairs
+    from sentkit.training_data.ease.entity_pairs import (
+        EaseBuildConfig,
+        build_entity_pairs,
+        merge_entity_pairs,
+    )
 
     if args.kind == "ease-merge":
         manifest = merge_entity_pairs(args.folders, args.out)
@@ -196,7 +200,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _load_model(name: str, **kwargs):
     """`load_encoder`, with a failed local or hub load turned into one line naming the model."""
-    from sentkit.encoders import load_encoder
+    from sentkit import load_encoder
     from sentkit.errors import SentkitError
 
     try:

@@ -51,10 +51,13 @@ def test_retrofit_encoder_matches_the_formula(how):
 
 
 def test_retrofit_name_is_checked():
-    from sentkit.encoders import load_encoder
+    from sentkit import encoders, load_encoder
 
     with pytest.raises(ValueError, match=r"retrofit:<text model>\+<amr model>"):
         load_encoder("retrofit:muse-m")
+    # the encoders package does not know the AMR side; it says where such names load
+    with pytest.raises(ValueError, match=r"load with sentkit.load_encoder"):
+        encoders.load_encoder("retrofit:muse-m+runs/amr/best")
 
 
 def test_vocabulary_extension_makes_single_tokens_initialised_from_pieces(tiny_encoder):
@@ -114,9 +117,9 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
     import penman
 
     from conftest import make_tiny_encoder
+    from sentkit import load_encoder
     from sentkit.amr import parse as parse_module
     from sentkit.amr.encoder import AmrEncoder
-    from sentkit.encoders import load_encoder
 
     class StubParser:
         def __init__(self, lang="en"):
@@ -137,6 +140,7 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
     assert not np.allclose(graph_model.encode(sentences), h, atol=1e-3)  # the graph changes the vector
     encoder = load_encoder(f"retrofit:{text_dir}+{amr_dir}@sum_norm")
     assert encoder.combine == "sum_norm"
+    assert isinstance(encoder.other, AmrEncoder) and encoder.other.parser == "stub"
     np.testing.assert_allclose(encoder.encode(sentences), _unit(s) + _unit(h), rtol=1e-5, atol=1e-6)
     default = load_encoder(f"retrofit:{text_dir}+{amr_dir}")
     assert default.combine == "concat_norm"

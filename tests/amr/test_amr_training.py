@@ -1,5 +1,5 @@
 """The AMR encoder recipe end to end on a tiny BERT: real XNLI triplets parsed by the rule parser, mixed,
-trained with `simcse-sup` through `sentkit.trainer.train`; the trained encoder separates held-out graph
+trained with `simcse-sup` through `sentkit.training.train`; the trained encoder separates held-out graph
 triplets better than its start."""
 
 from __future__ import annotations

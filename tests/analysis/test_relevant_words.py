@@ -18,7 +18,7 @@ from sentkit.analysis.relevant_words import (
 @pytest.fixture(scope="module")
 def ginza_nlp():
     pytest.importorskip("ginza", reason="GiNZA not installed: pip install 'sentkit[ja]'")
-    from sentkit.training_data.domain_corpus import load_pipeline
+    from sentkit.training_data.jcse.domain_corpus import load_pipeline
 
     return load_pipeline("ja")
 

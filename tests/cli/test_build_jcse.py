@@ -7,9 +7,9 @@ import json
 import pytest
 
 from sentkit.cli import main
-from sentkit.training_data.contradictions import save_parsed
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
-from sentkit.training_data.triplets import load_training_data
+from sentkit.training_data.jcse.contradictions import save_parsed
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.specs import load_training_data
 
 STUB = '''
 class Upper:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sentkit.objectives import OBJECTIVES, build_objective, objective_config
-from sentkit.trainer import SentenceCollator
+from sentkit.training import SentenceCollator
 
 ROWS = [
     {

@@ -20,7 +20,7 @@ from sentkit.objectives.specialize import (
     update_centers,
     wasserstein_critic_loss,
 )
-from sentkit.trainer import SentenceCollator
+from sentkit.training import SentenceCollator
 
 ROWS = [
     {

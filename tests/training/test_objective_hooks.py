@@ -16,8 +16,9 @@ from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, LABEL
 from sentkit.errors import ConfigError
 from sentkit.objectives import OBJECTIVES
 from sentkit.objectives.gather import gather_with_grad
+from sentkit.objectives.hooks import ExtraOptimizer
 from sentkit.objectives.simcse import encode_views, info_nce
-from sentkit.training import ExtraOptimizer, SentenceCollator, TrainConfig, latest_checkpoint, train
+from sentkit.training import SentenceCollator, TrainConfig, latest_checkpoint, train
 from test_trainer import save_tiny_model, stsb_sentences, tiny_config
 
 CLIP = 0.05

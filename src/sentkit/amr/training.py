@@ -1,9 +1,17 @@
-"""Train the AMR encoder (Cai et al. 2022): supervised SimCSE (their eq. 1) on mixed graph triplets.
+"""Train the AMR encoder of Cai et al., "Retrofitting Multilingual Sentence Embeddings with Abstract
+Meaning Representation" (EMNLP 2022): supervised SimCSE (their eq. 1, sec. 3.1; the loss is
+`sentkit.objectives.supervised`) on mixed graph triplets (sec. 4.1, Algorithm 1).
 
 Steps: parse the NLI triplets with the offline parser and mix them (`triplets.mixed_triplets`), write them
 as the trainer's `.jsonl`, build the start model (a [CLS]-pooled BERT-uncased-vocabulary transformer whose
 vocabulary is extended with frequent relation/frame tokens), then run the one training path,
-`sentkit.trainer.train`, with the `simcse-sup` objective.
+`sentkit.training.train`, with the `simcse-sup` objective.
+
+Data construction, in `sentkit/amr/`: `parse.py` (the offline parsers; rules in `rules.py`, `lexicon.py`),
+`linearize.py` (graphs -> token sequences, sec. 4.1), `triplets.py` (Algorithm 1's mixed triplets from XNLI
+dev and JSICK), `io.py` (AMR files). The trained encoder is `encoder.py`'s `AmrEncoder`; combining it with a
+text encoder (sec. 4.2) is `sentkit/encoders/retrofit.py`, named `retrofit:<text>+<folder>` in
+`sentkit.load_encoder`.
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ def train_amr_encoder(
     config: AmrTrainConfig, output_dir: str | Path, eval_task=None, overwrite: bool = True
 ) -> Path:
     """Build the mixed triplets and the start model under `output_dir`, train, and return `<output_dir>/best`."""
-    from sentkit.trainer import TrainConfig, train
+    from sentkit.training import TrainConfig, train
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,12 @@ from pathlib import Path
 from sentkit.datasets.lines import iter_utf8_lines
 from sentkit.errors import MissingDataError
 
+# Raw domain corpora shipped in the benchmark data (JCSE's stage-one text), by short name: path parts
+# below the data root.
+CORPORA: dict[str, tuple[str, ...]] = {
+    "ja-clinic": ("corpora", "ja-clinic"),
+    "ja-qabot": ("corpora", "ja-qabot"),
+}
 # Japanese full stops and !/? always end a sentence; an ASCII "." only before a space, a non-ASCII
 # character (clinical abstracts write "疾患である.スーパー抗原...") or the end, so "3.5 mg" survives.
 _SENTENCE_END = re.compile(r"(?<=[。．！？!?])|(?<=\.)(?=\s|[^\x00-\x7f]|$)")

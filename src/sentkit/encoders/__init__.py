@@ -30,10 +30,11 @@ def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
         from sentkit.encoders.static import StaticAverageEncoder
 
         return StaticAverageEncoder.from_encoder(load_encoder(name[4:], **kwargs))
-    if name.startswith("retrofit:"):  # retrofit:<text model>+<amr model>[@combine] (Cai et al. 2022)
-        from sentkit.encoders.retrofit import load_retrofit
-
-        return load_retrofit(name[len("retrofit:") :], **kwargs)
+    if name.startswith("retrofit:"):  # its AMR side lives in sentkit.amr, above this package
+        raise ValueError(
+            f"{name!r}: retrofit:<text model>+<amr model> names load with sentkit.load_encoder, "
+            "which adds the AMR encoder"
+        )
     path = Path(name).expanduser()
     # NAME@int8 / NAME@onnx: exported once into the cache (onnx_encoder.py)
     if "@" in name and not path.exists():

@@ -1,12 +1,15 @@
-"""Retrofitting (Cai et al. 2022): a text vector s and an AMR vector h combined into one embedding.
+"""Retrofitting (Cai et al. 2022 sec. 4.2): two encoders' vectors of a sentence combined into one embedding.
 
-`retrofit:<text model>+<amr model>` loads both; `combine` picks s, h, s+h, s concat h, or the same two on
-L2-normalised parts (the paper's best and our default: normalised concatenation).
+The paper combines a text vector s with the vector h of the sentence's AMR graph; here either side is any
+encoder (the AMR graph encoder is `sentkit.amr.encoder.AmrEncoder`). `combine` picks s, h, s+h, s concat h,
+or the same two on L2-normalised parts (the paper's best and our default: normalised concatenation).
+The name `retrofit:<text model>+<AMR encoder folder>[@combine]` resolves in `sentkit.load_encoder`, which
+hands `load_retrofit` the AMR side's loader: this package never imports the AMR package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -39,15 +42,16 @@ def combine_vectors(s: np.ndarray, h: np.ndarray, how: str = DEFAULT_COMBINATION
 
 
 class RetrofitEncoder:
-    """Any text encoder plus an AMR encoder; `encode` returns their combination (one row per sentence)."""
+    """Two encoders, s from `text` and h from `other` (Cai et al.: the AMR graph encoder); `encode` returns
+    their combination (one row per sentence)."""
 
-    def __init__(self, text, amr, combine: str = DEFAULT_COMBINATION, name: str | None = None) -> None:
+    def __init__(self, text, other, combine: str = DEFAULT_COMBINATION, name: str | None = None) -> None:
         if combine not in COMBINATIONS:
             raise ValueError(f"combine must be one of {COMBINATIONS}, got {combine!r}")
         self.text = text
-        self.amr = amr
+        self.other = other
         self.combine = combine
-        self.name = name or f"retrofit:{text.name}+{amr.name}@{combine}"
+        self.name = name or f"retrofit:{text.name}+{other.name}@{combine}"
 
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
@@ -58,7 +62,7 @@ class RetrofitEncoder:
             else None
         )
         h = (
-            np.asarray(self.amr.encode(sentences, batch_size=batch_size), dtype=np.float32)
+            np.asarray(self.other.encode(sentences, batch_size=batch_size), dtype=np.float32)
             if (self.combine != "s")
             else None
         )
@@ -69,14 +73,16 @@ class RetrofitEncoder:
         return combine_vectors(s, h, self.combine)
 
 
-def load_retrofit(spec: str, combine: str | None = None, **kwargs) -> RetrofitEncoder:
-    """`<text model>+<amr model>[@combine]`: the text side any encoder name, the AMR side a trained folder."""
-    from sentkit.amr.encoder import AmrEncoder
+def load_retrofit(
+    spec: str, load_other: Callable[[str], object], combine: str | None = None, **kwargs
+) -> RetrofitEncoder:
+    """`<text model>+<other>[@combine]`: the text side any encoder name (`kwargs` go to its loader), the
+    other side whatever `load_other` makes of its name (`sentkit.load_encoder` passes the AMR encoder's)."""
     from sentkit.encoders import load_encoder
 
     spec, _, suffix = spec.rpartition("@") if "@" in spec else (spec, "", "")
-    text_name, plus, amr_name = spec.partition("+")
-    if not plus or not text_name or not amr_name:
+    text_name, plus, other_name = spec.partition("+")
+    if not plus or not text_name or not other_name:
         raise ValueError(f"expected retrofit:<text model>+<amr model>[@combine], got retrofit:{spec}")
     how = combine or suffix or DEFAULT_COMBINATION
-    return RetrofitEncoder(load_encoder(text_name, **kwargs), AmrEncoder.from_pretrained(amr_name), how)
+    return RetrofitEncoder(load_encoder(text_name, **kwargs), load_other(other_name), how)

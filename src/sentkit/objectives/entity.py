@@ -1,12 +1,21 @@
-"""EASE (Nishikawa et al., NAACL 2022): a sentence is pulled toward the entity it hyperlinks and pushed
-away from the other entities of the batch and from same-type hard-negative entities (EASE eq. 2),
-combined with the unsupervised SimCSE dropout loss (eq. 3) as l = lambda * l_entity + l_dropout (eq. 4).
+"""EASE (Nishikawa et al., "EASE: Entity-Aware Contrastive Learning of Sentence Embedding", NAACL 2022).
+
+A sentence is pulled toward the entity it hyperlinks and pushed away from the other entities of the batch
+(EASE eq. 1) and from same-type hard-negative entities (eq. 2), combined with the unsupervised SimCSE
+dropout loss (eq. 3, `sentkit.objectives.simcse`) as l = lambda * l_entity + l_dropout (eq. 4).
 
 The entity table is an `nn.Embedding` of this module, trained with the encoder (the paper updates it);
 Wikipedia2Vec vectors initialise it when given (sec. 3.3), random otherwise (the Table 7 ablation).
 Entities reach the sentence space through eq. 1-2's learnable matrix W (`EntityTable.projection`).
 Temperatures divide the cosine: eq. 2 uses tau = 10 (multilingual) / 100 (monolingual) from appendix A,
 so its logits lie in [-0.1, 0.1] and the entity term sits near its chance value ln(2N) by design.
+
+Data construction (`sentkit build ease`), in `sentkit/training_data/ease/`: `entity_pairs.py` builds the
+(sentence, entity, hard-negative entity) rows (sec. 3.1-3.2) from a dump read by `wikipedia_dump.py`,
+cleaned by `wikitext.py` and split by `sentence_split.py`; `wikidata.py` / `langlinks.py` key entities
+across languages and type them, `hard_negatives.py` mines the same-type negative (sec. 3.2),
+`xnli_entities.py` adds offline multilingual rows and `entity_vectors.py` the Wikipedia2Vec vectors
+(sec. 3.3). The rows load through `sentkit.training_data.specs`.
 """
 
 from __future__ import annotations
@@ -100,12 +109,12 @@ def entity_table_init(config: EaseConfig, hidden: int) -> tuple[int, np.ndarray 
         if config.entity_vectors:
             raise ValueError("entity_vectors needs entities=DIR (the built folder naming each entity)")
         return config.num_entities, None
-    from sentkit.training_data.entity_pairs import read_entities
+    from sentkit.training_data.ease.entity_pairs import read_entities
 
     titles = [e.title for e in read_entities(config.entities)]
     if not config.entity_vectors:
         return len(titles), None
-    from sentkit.training_data.entity_vectors import load_entity_vectors
+    from sentkit.training_data.ease.entity_vectors import load_entity_vectors
 
     vectors, found = load_entity_vectors(config.entity_vectors, titles)
     rng = np.random.default_rng(0)

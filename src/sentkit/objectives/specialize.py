@@ -1,5 +1,6 @@
 """Semantic specialization of a multilingual encoder on labelled sentences of one language: Emu (Hirota et
-al., AAAI 2020) and the metric-learning baselines it compares against (softmax, contrastive, N-pair).
+al., "Emu: Enhancing Multilingual Sentence Embeddings with Semantic Specialization", AAAI 2020) and the
+metric-learning baselines it compares against (softmax, contrastive, N-pair).
 
 Emu = a semantic classifier (L2-constrained softmax, Ranjan et al. 2017, plus center loss, Wen et al. 2016:
 Emu eqs. 1-2) and a language discriminator that tells the training language's sentence vectors from those
@@ -10,6 +11,7 @@ a cross entropy and optimises it with Adam; a Wasserstein critic loss is the alt
 class id) and, for the discriminator, `adversarial` (an unlabelled sentence of another language, drawn
 uniformly per row; for Emu-Parallel a translation of the anchor). The rows are built by
 `sentkit.training_data.specialization`; evaluation is leave-one-out kNN (`sentkit.tasks.knn_category`).
+The discriminator's inner loop is declared to the trainer with `sentkit.objectives.hooks.ExtraOptimizer`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torch import nn
 from sentkit.datasets.columns import ADVERSARIAL, ANCHOR, LABEL
 from sentkit.errors import ConfigError, DataFormatError
 from sentkit.objectives.gather import is_distributed
+from sentkit.objectives.hooks import ExtraOptimizer
 from sentkit.objectives.options import (
     DROPOUT_RATE,
     NON_NEGATIVE_INT,
@@ -397,12 +400,10 @@ class Emu(nn.Module):
         """The new classifier layer learns at `head_lr` (Emu's rate); the encoder at the run's lr."""
         return [{"params": list(self.classifier.parameters()), "lr": self.config.head_lr}]
 
-    def extra_optimizers(self) -> dict:
+    def extra_optimizers(self) -> dict[str, ExtraOptimizer]:
         """The critic's own optimizer, `critic_steps` updates per encoder step, clipped after each (Algorithm 1)."""
         if self.critic is None:
             return {}
-        from sentkit.training import ExtraOptimizer
-
         c = self.config
         # Adam as Emu's setup; RMSProp is WGAN's momentum-free choice for a clipped critic (Arjovsky et al. sec. 3)
         optimizer = _CRITIC_OPTIMIZERS[c.critic_optimizer](self.critic.parameters(), lr=c.critic_lr)

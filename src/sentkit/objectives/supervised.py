@@ -1,5 +1,15 @@
 """Supervised contrastive learning on (anchor, positive[, hard negative]) triplets with a weight on each
-anchor's own hard negative: SimCSE eq. 5 with its `hard_negative_weight`, JCSE eqs. 4-5, the AMR paper's eq. 1."""
+anchor's own hard negative: SimCSE eq. 5 with its `hard_negative_weight`, JCSE eqs. 4-5, the AMR paper's eq. 1.
+
+Two methods train with this loss (`simcse-sup`):
+- JCSE (Chen, Handa & Shirahama, "JCSE: Contrastive Learning of Japanese Sentence Embeddings and Its
+  Applications"), sec. 3.3 eqs. 4-5, in two stages (sec. 4.4). Data in `sentkit/training_data/jcse/`:
+  stage one (`sentkit build contradictions`, `build.py`): `domain_corpus.py` (sec. 3.1), `chunk_masking.py`,
+  `span_corruption.py` + `t5_infill.py` (the T5 infiller, sec. 3.2) or the offline `chunk_swap.py`, rows
+  written by `contradictions.py`; stage two: `stage2.py` (the `jsick` data spec, standing in for JSNLI).
+  Its relevant-content-word analysis (sec. 4.3, eq. 6): `sentkit/analysis/relevant_words.py`.
+- The AMR graph encoder of Cai et al. (EMNLP 2022), eq. 1 on graph triplets: `sentkit/amr/training.py`.
+"""
 
 from __future__ import annotations
 

@@ -55,7 +55,6 @@ from typing import Any
 
 # public name -> module; imported on first use, so `sentkit train --help` and option checks stay fast
 _EXPORTS = {
-    "ExtraOptimizer": "hooks",
     "SentenceCollator": "data",
     "SentenceTrainer": "trainer",
     "StagedConfig": "config",

@@ -22,10 +22,10 @@ def training_rows(spec, data_root: str | Path | None = None):
     """A `datasets.Dataset` from a Dataset, a callable returning one, or a data spec, rows in file order.
 
     Specs (files, folders, `xnli[:langs]`, corpus names) are resolved by
-    `sentkit.training_data.triplets.load_training_data`; the Trainer shuffles the rows with the run's seed.
+    `sentkit.training_data.specs.load_training_data`; the Trainer shuffles the rows with the run's seed.
     """
     import datasets
-    from sentkit.training_data.triplets import load_training_data
+    from sentkit.training_data.specs import load_training_data
 
     if isinstance(spec, datasets.Dataset):
         return spec
@@ -96,7 +96,7 @@ DATA_RECORD_FILE = "data.json"
 def data_record(spec, dataset) -> dict[str, Any]:
     """Provenance of the rows a run trains on: the spec as given, its absolute path and (for a file) sha256,
     and a sha256 of the rows themselves, which a resume must find again (`check_same_data`)."""
-    from sentkit.training_data.triplets import CORPORA
+    from sentkit.datasets.corpus import CORPORA
 
     record: dict[str, Any] = {"spec": None, "path": None, "sha256": None}
     if isinstance(spec, (str, Path)) and str(spec).strip():

@@ -10,31 +10,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-import torch
 from torch import nn
 
-
-@dataclass
-class ExtraOptimizer:
-    """An objective-owned optimizer run in an inner loop: `steps` updates before every main optimizer step.
-
-    `after_step` runs after each of its updates (e.g. weight clipping of a WGAN critic, Arjovsky et al.
-    2017 Algorithm 1). Its learning rate stays constant (no schedule); its state is checkpointed.
-    """
-
-    optimizer: torch.optim.Optimizer
-    steps: int = 1
-    after_step: Callable[[], None] | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.steps, int) or self.steps < 1:
-            raise ValueError(f"ExtraOptimizer.steps: expected a positive integer, got {self.steps!r}")
-
-    def parameters(self) -> list[nn.Parameter]:
-        return [p for group in self.optimizer.param_groups for p in group["params"]]
+from sentkit.objectives.hooks import ExtraOptimizer
 
 
 def objective_param_groups(objective: nn.Module, base_lr: float) -> list[dict]:

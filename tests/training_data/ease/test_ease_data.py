@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sentkit.errors import DataFormatError, SentkitError
-from sentkit.training_data.entity_pairs import (
+from sentkit.training_data.ease.entity_pairs import (
     ENTITIES,
     MANIFEST,
     ROWS,
@@ -21,14 +21,14 @@ from sentkit.training_data.entity_pairs import (
     read_entities,
     read_entity_pairs,
 )
-from sentkit.training_data.entity_vectors import load_entity_vectors
-from sentkit.training_data.hard_negatives import HardNegativeMiner
-from sentkit.training_data.langlinks import iter_langlinks
-from sentkit.training_data.sentence_split import rule_sentences
-from sentkit.training_data.wikidata import iter_wikidata
-from sentkit.training_data.wikipedia_dump import SiteInfo, iter_pages
-from sentkit.training_data.wikitext import clean_wikitext
-from sentkit.training_data.xnli_entities import find_entities, surface_forms
+from sentkit.training_data.ease.entity_vectors import load_entity_vectors
+from sentkit.training_data.ease.hard_negatives import HardNegativeMiner
+from sentkit.training_data.ease.langlinks import iter_langlinks
+from sentkit.training_data.ease.sentence_split import rule_sentences
+from sentkit.training_data.ease.wikidata import iter_wikidata
+from sentkit.training_data.ease.wikipedia_dump import SiteInfo, iter_pages
+from sentkit.training_data.ease.wikitext import clean_wikitext
+from sentkit.training_data.ease.xnli_entities import find_entities, surface_forms
 
 
 def test_clean_wikitext_keeps_prose_and_link_spans():
@@ -407,7 +407,7 @@ def test_xnli_surface_forms_and_matching():
 
 
 def test_xnli_rows_label_every_translation(data_root):
-    from sentkit.training_data.xnli_entities import xnli_entity_rows
+    from sentkit.training_data.ease.xnli_entities import xnli_entity_rows
 
     rows = list(xnli_entity_rows(lambda: iter([("Washington", 5)] * 3), data_root, langs=("en", "de", "fr")))
     assert rows and {r["lang"] for r in rows} == {"en", "de", "fr"}
@@ -474,7 +474,7 @@ def test_ner_labels_attach_to_overlapping_links(monkeypatch):
     """The NER fallback: a link takes the label of the entity span it overlaps (a fake pipeline here)."""
     from types import SimpleNamespace
 
-    from sentkit.training_data import entity_pairs
+    from sentkit.training_data.ease import entity_pairs
 
     class FakeNER:
         def pipe(self, texts, batch_size):

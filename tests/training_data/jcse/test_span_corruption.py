@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sentkit.training_data.span_corruption import corrupt_spans, random_spans_mask
+from sentkit.training_data.jcse.span_corruption import corrupt_spans, random_spans_mask
 
 
 @pytest.mark.parametrize("length", [20, 40, 100, 512])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from t5_fixture import make_tiny_t5
 
-from sentkit.training_data.chunk_masking import MaskedSentence
-from sentkit.training_data.domain_corpus import NounChunk
+from sentkit.training_data.jcse.chunk_masking import MaskedSentence
+from sentkit.training_data.jcse.domain_corpus import NounChunk
 
 SENTENCES = [
     "入院前日から発熱と頭痛があり当院外来を受診した.",
@@ -41,7 +41,7 @@ def one_thread():
 def test_parse_fillers():
     pytest.importorskip("transformers")
     model, tokenizer = make_tiny_t5(SENTENCES)
-    from sentkit.training_data.t5_infill import T5InfillGenerator
+    from sentkit.training_data.jcse.t5_infill import T5InfillGenerator
 
     g = T5InfillGenerator(model, tokenizer)
     assert g.parse("<pad><extra_id_0> 咳 <extra_id_1>悪寒</s>", 2) == ["咳", "悪寒"]
@@ -51,8 +51,8 @@ def test_parse_fillers():
 
 
 def test_finetune_then_infill_end_to_end(tmp_path, one_thread):
-    from sentkit.training_data.span_corruption import finetune_infiller
-    from sentkit.training_data.t5_infill import T5InfillGenerator
+    from sentkit.training_data.jcse.span_corruption import finetune_infiller
+    from sentkit.training_data.jcse.t5_infill import T5InfillGenerator
 
     model, tokenizer = make_tiny_t5(SENTENCES)
     losses = finetune_infiller(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sentkit.training_data.chunk_masking import T5_SENTINEL, MaskedSentence
-from sentkit.training_data.span_corruption import sentinel_token_ids
+from sentkit.training_data.jcse.chunk_masking import T5_SENTINEL, MaskedSentence
+from sentkit.training_data.jcse.span_corruption import sentinel_token_ids
 
 
 def sentinel_order_processor(

@@ -1,4 +1,4 @@
-"""JCSE stage-two data (sec. 3.3): Japanese NLI (premise, entailment, contradiction) triplets.
+"""JCSE stage-two data (sec. 4.4; loss of sec. 3.3): Japanese NLI (premise, entailment, contradiction) triplets.
 
 JCSE trains stage two on JSNLI (533k pairs; its released TSV reads through `load_training_data`).
 No Japanese NLI training set is offline here (XNLI has no Japanese), so JSICK stands in: train gives

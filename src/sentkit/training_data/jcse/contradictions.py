@@ -20,8 +20,8 @@ from sentkit.atomic import atomic_write_bytes
 from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
 from sentkit.datasets.lines import iter_jsonl
 from sentkit.errors import DataFormatError
-from sentkit.training_data.chunk_masking import mask_noun_chunks
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.jcse.chunk_masking import mask_noun_chunks
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
 
 K_CONTRADICTIONS = 4  # JCSE: the base models train on the top-4 generated contradictions per sentence
 
@@ -58,7 +58,7 @@ def contradiction_rows(
 
 def write_rows(dataset: Dataset, path: str | Path) -> Path:
     """Write text rows as .jsonl (one object a line) or .csv (header anchor,positive,negative), atomically;
-    both read back through `sentkit.training_data.triplets.load_training_data`."""
+    both read back through `sentkit.training_data.specs.load_training_data`."""
     path = Path(path)
     names = list(dataset.column_names)
     rows = dataset.to_dict()

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
 
 T5_SENTINEL = "<extra_id_{}>"  # T5 / mT5 span-corruption sentinels, numbered from 0 within a sentence
 

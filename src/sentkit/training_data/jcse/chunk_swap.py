@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sentkit.training_data.chunk_masking import MaskedSentence
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.jcse.chunk_masking import MaskedSentence
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
 
 
 def coarse_kind(kind: str) -> str:

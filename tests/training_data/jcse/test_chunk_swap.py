@@ -6,9 +6,9 @@ from collections import Counter
 
 import numpy as np
 
-from sentkit.training_data.chunk_masking import mask_noun_chunks
-from sentkit.training_data.chunk_swap import ChunkSwapGenerator, coarse_kind
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.jcse.chunk_masking import mask_noun_chunks
+from sentkit.training_data.jcse.chunk_swap import ChunkSwapGenerator, coarse_kind
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
 
 pytest_plugins = ["ja_fixtures"]  # GiNZA fixtures (a conftest.py here would shadow tests/conftest.py)
 

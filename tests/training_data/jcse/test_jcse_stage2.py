@@ -6,7 +6,7 @@ import pytest
 
 from sentkit.datasets.sick_nli import read_jsick_nli, read_sick_nli
 from sentkit.errors import DataFormatError
-from sentkit.training_data.triplets import load_training_data
+from sentkit.training_data.specs import load_training_data
 
 
 def test_jsick_train_labels_and_symmetric_contradictions(data_root):

@@ -35,15 +35,14 @@ class ContradictionBuildConfig:
 
 def build_contradictions(config: ContradictionBuildConfig) -> dict:
     """Run the pipeline; writes `config.out` and `<out>.manifest.json`, returns the manifest."""
-    from sentkit.datasets.corpus import read_corpus
-    from sentkit.training_data.contradictions import (
+    from sentkit.datasets.corpus import CORPORA, read_corpus
+    from sentkit.training_data.jcse.contradictions import (
         contradiction_rows,
         load_parsed,
         save_parsed,
         write_rows,
     )
-    from sentkit.training_data.domain_corpus import load_pipeline, prepare_domain_corpus
-    from sentkit.training_data.triplets import CORPORA
+    from sentkit.training_data.jcse.domain_corpus import load_pipeline, prepare_domain_corpus
 
     out = Path(config.out)
     if out.suffix.lower() not in (".jsonl", ".csv"):
@@ -102,12 +101,12 @@ def build_contradictions(config: ContradictionBuildConfig) -> dict:
 def make_generator(name: str, corpus, num_beams: int = 8):
     """`chunk-swap` (offline, from the corpus's own chunks) or a seq2seq checkpoint for `T5InfillGenerator`."""
     if name == "chunk-swap":
-        from sentkit.training_data.chunk_swap import ChunkSwapGenerator
+        from sentkit.training_data.jcse.chunk_swap import ChunkSwapGenerator
 
         return ChunkSwapGenerator(corpus)
     if not Path(name).expanduser().is_dir() and "/" not in name:
         raise InvalidArgument(f"unknown generator {name!r}; expected one of {', '.join(GENERATORS)}")
-    from sentkit.training_data.t5_infill import T5InfillGenerator
+    from sentkit.training_data.jcse.t5_infill import T5InfillGenerator
 
     return T5InfillGenerator(
         str(Path(name).expanduser()) if Path(name).expanduser().is_dir() else name, num_beams=num_beams

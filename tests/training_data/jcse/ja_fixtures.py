@@ -11,7 +11,7 @@ CLINIC_SAMPLE = 60  # real ja-clinic lines parsed once per session (~20-50 ms a 
 @pytest.fixture(scope="session")
 def ginza_nlp():
     pytest.importorskip("ginza", reason="GiNZA not installed: pip install 'sentkit[ja]'")
-    from sentkit.training_data.domain_corpus import load_pipeline
+    from sentkit.training_data.jcse.domain_corpus import load_pipeline
 
     return load_pipeline("ja")
 
@@ -25,6 +25,6 @@ def clinic_lines(data_root):
 
 @pytest.fixture(scope="session")
 def clinic_parsed(ginza_nlp, clinic_lines):
-    from sentkit.training_data.domain_corpus import prepare_domain_corpus
+    from sentkit.training_data.jcse.domain_corpus import prepare_domain_corpus
 
     return prepare_domain_corpus(clinic_lines, ginza_nlp)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from sentkit.errors import DataFormatError
-from sentkit.training_data.chunk_swap import ChunkSwapGenerator
-from sentkit.training_data.contradictions import contradiction_rows, load_parsed, save_parsed, write_rows
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
-from sentkit.training_data.triplets import load_training_data
+from sentkit.training_data.jcse.chunk_swap import ChunkSwapGenerator
+from sentkit.training_data.jcse.contradictions import contradiction_rows, load_parsed, save_parsed, write_rows
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.specs import load_training_data
 
 
 def corpus() -> list[ParsedSentence]:

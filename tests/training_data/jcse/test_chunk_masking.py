@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sentkit.training_data.chunk_masking import mask_noun_chunks
-from sentkit.training_data.domain_corpus import NounChunk, ParsedSentence
+from sentkit.training_data.jcse.chunk_masking import mask_noun_chunks
+from sentkit.training_data.jcse.domain_corpus import NounChunk, ParsedSentence
 
 
 def headache_sentence() -> ParsedSentence:
