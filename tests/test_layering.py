@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sentkit"
-# Modules every layer may use: errors, atomic writes, the registry class, language codes, caches, versions.
-BASE = frozenset({"errors", "atomic", "registry", "langs", "cache", "provenance"})
+# Modules every layer may use: errors, atomic writes, the registry class, language codes, caches, versions,
+# markdown escaping.
+BASE = frozenset({"errors", "atomic", "registry", "langs", "cache", "provenance", "markdown"})
 TOP = "*"  # may import anything: the command line and the package root (`sentkit.load_encoder`)
 # unit (a top-level module or folder of sentkit) -> the units it may import besides itself and BASE
 ALLOWED: dict[str, frozenset[str] | str] = {
@@ -27,7 +28,7 @@ ALLOWED: dict[str, frozenset[str] | str] = {
     "tasks": frozenset({"datasets", "encoders"}),
     "training_data": frozenset({"datasets"}),
     "objectives": frozenset({"datasets", "training_data"}),  # EASE reads its built entity vocabulary
-    "evaluate": frozenset({"encoders", "tasks"}),
+    "evaluate": frozenset({"datasets", "encoders", "tasks"}),
     "report_html": frozenset({"datasets", "mteb_results", "report_svg"}),
     "report": frozenset({"report_html"}),
     "training": frozenset({"datasets", "encoders", "tasks", "objectives", "training_data", "evaluate"}),
