@@ -79,6 +79,10 @@ def test_knn_marc_task_on_toy_copy(toy_root):
     assert scores["en->en"] == 50.0 and scores["en->ja"] == 75.0 and scores["ja->ja"] == 0.0
     assert scores["main_score"] == pytest.approx((50 + 75 + 50 + 0) / 4)
     assert task.meta["files"] == {"en": "marc/test.en", "ja": "marc/dev.ja"}
+    # chance by hand: en labels 0,1,0,0 and ja 1,0. en->en leave-one-out: 3 x 2 same-label others of 4 x 3
+    # = 50%; en->ja: 3/4 x 1/2 + 1/4 x 1/2 = 50%; ja->ja: no other row shares a label = 0%
+    assert task.meta["chance"] == {"en->en": 50.0, "en->ja": 50.0, "ja->en": 50.0, "ja->ja": 0.0}
+    assert task.meta["chance_mean"] == 37.5
 
 
 def test_max_per_lang_subsamples(toy_root):

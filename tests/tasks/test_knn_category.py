@@ -56,6 +56,25 @@ def test_oracle_scores_its_ceiling_and_random_scores_chance(data_root):
     assert chance["main_score"] < 15.0 and chance["main_score"] == pytest.approx(
         np.mean([chance[k] for k in ("en->en", "en->de", "de->en", "de->de")])
     )
+    # a random encoder scores what the recorded chance level says, within sampling noise (100 queries)
+    assert abs(chance["main_score"] - task.meta["chance_mean"]) < 5.0
+    shares = {c: list(task.data["en"].labels).count(c) / 100 for c in categories}
+    assert task.meta["chance"]["en->en"] == pytest.approx(
+        100 * sum(s * (s * 100 - 1) / 99 for s in shares.values()), abs=0.01
+    )
+
+
+def test_title_body_texts_carry_both_fields(data_root):
+    import json
+
+    task = get_task("knn-marc-category-body", langs=["de"], data_root=data_root)
+    task.load()
+    assert task.meta["files"] == {"de": "marc/test.de:title_body"}
+    first = json.loads((data_root / "transfer" / "MARC" / "test.de.json").open(encoding="utf-8").readline())
+    text = first["review_title"].strip() + "\n" + first["review_body"].strip()
+    assert text in task.data["de"].texts
+    row = list(task.data["de"].texts).index(text)
+    assert task.data["de"].labels[row] == first["product_category"]
 
 
 def test_ja_falls_back_to_dev_and_unknown_languages_are_refused(data_root):

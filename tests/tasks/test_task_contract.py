@@ -34,6 +34,7 @@ VARIANTS = {
     "mewsc16-100": "mewsc16",
     "knn-mewsc16-100": "knn-mewsc16",
     "knn-marc-category-500": "knn-marc-category",
+    "knn-marc-category-body-500": "knn-marc-category-body",
 }
 Z = 4.0  # standard errors of chance-level noise allowed
 SLACK = 1.0  # points

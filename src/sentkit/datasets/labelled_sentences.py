@@ -18,7 +18,9 @@ from sentkit.datasets.lines import iter_jsonl, iter_utf8_lines
 from sentkit.datasets.root import data_file
 from sentkit.errors import DataFormatError, MissingDataError
 
-MARC_TEXT_FIELDS = ("review_title", "review_body")
+# a review's title, its body, or both ("title_body": title, a newline, body): titles alone ("Five Stars")
+# often carry no trace of the product category
+MARC_TEXT_FIELDS = ("review_title", "review_body", "title_body")
 USER_COLUMNS = ("text", "label", "lang")
 USER_OPTIONAL = ("id",)
 
@@ -62,14 +64,17 @@ def read_marc_categories(path: str | Path, text_field: str = "review_title") -> 
         raise ValueError(f"MARC text field must be one of {MARC_TEXT_FIELDS}, got {text_field!r}")
     path = Path(path)
     out = LabelledSentences()
+    fields = ("review_title", "review_body") if text_field == "title_body" else (text_field,)
     for number, record in iter_jsonl(path):
-        text, category, lang = record.get(text_field), record.get("product_category"), record.get("language")
-        if not all(isinstance(v, str) and v.strip() for v in (text, category, lang)):
+        parts = [record.get(f) for f in fields]
+        category, lang = record.get("product_category"), record.get("language")
+        if not all(isinstance(v, str) and v.strip() for v in (*parts, category, lang)):
             raise DataFormatError(
                 path,
                 number,
-                f"expected non-empty string fields {text_field!r}, 'product_category', 'language'",
+                f"expected non-empty string fields {', '.join(map(repr, fields))}, 'product_category', 'language'",
             )
+        text = "\n".join(part.strip() for part in parts)
         out.append(text, category, lang, record.get("review_id", ""))
     if not len(out):
         raise DataFormatError(path, None, "expected at least one review, got an empty file")

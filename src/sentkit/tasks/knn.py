@@ -58,6 +58,17 @@ def knn_accuracy(
     return 100.0 * float(np.mean(np.asarray(key_labels)[nearest] == np.asarray(query_labels)))
 
 
+def chance_accuracy(query_labels: np.ndarray, key_labels: np.ndarray, exclude_self: bool = False) -> float:
+    """Percent a neighbour drawn at random would score: sum over labels of p_query(c) * p_key(c), the sum of
+    squared label shares when both sides are one set; leave-one-out draws among the n - 1 other rows."""
+    q_values, q_counts = np.unique(np.asarray(query_labels), return_counts=True)
+    k_counts = dict(zip(*np.unique(np.asarray(key_labels), return_counts=True)))
+    n_q, n_k = len(query_labels), len(key_labels)
+    if exclude_self:  # same rows: my own label has one row fewer among the candidates
+        return 100.0 * float(sum(c * (c - 1) for c in q_counts) / (n_q * (n_q - 1)))
+    return 100.0 * float(sum(c * k_counts.get(v, 0) for v, c in zip(q_values, q_counts)) / (n_q * n_k))
+
+
 def knn_accuracy_matrix(
     embeddings: dict[str, np.ndarray],
     labels: dict[str, np.ndarray],
@@ -128,7 +139,10 @@ class KNNTask(Task):
         }
         labels = {lang: data.labels for lang, data in self.data.items()}
         scores = knn_accuracy_matrix(embeddings, labels, self.pairs)
+        chance = {f"{a}->{b}": round(chance_accuracy(labels[a], labels[b], a == b), 2) for a, b in self.pairs}
         self.meta.update(
+            chance=chance,  # what a random neighbour scores per pair: read each accuracy against it
+            chance_mean=round(float(np.mean(list(chance.values()))), 2),
             n_per_lang={lang: len(data) for lang, data in self.data.items()},
             wall_seconds=round(time.perf_counter() - start, 2),
         )
