@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -208,6 +209,8 @@ def test_training_moves_weights_and_loss_terms_are_logged(tmp_path, data_root):
     logged = [h for h in state["log_history"] if "loss" in h]
     assert len(logged) == 4 and all("loss_contrastive" in h and h["sentences_per_s"] > 0 for h in logged)
     assert logged[0]["loss_contrastive"] == pytest.approx(logged[0]["loss"], rel=1e-4)
+    # each term's chance value is logged beside it: ln(8 candidates) for in-batch negatives of batch 8
+    assert all(h["chance_contrastive"] == pytest.approx(math.log(8), abs=1e-6) for h in logged)
     # no eval task: the final model is the one saved, and it differs from the start
     start = trainable_encoder(model_dir).model.embeddings.word_embeddings.weight
     final = trainable_encoder(str(run / "best")).model.embeddings.word_embeddings.weight

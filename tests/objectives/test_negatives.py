@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sentkit.objectives import build_objective
-from sentkit.objectives.negatives import same_group_pairs
+from sentkit.objectives.negatives import same_group_pairs, uniform_softmax_loss
 from sentkit.objectives.simcse import info_nce
 from sentkit.objectives.supervised import weighted_hard_negative_loss
 from sentkit.training import SentenceCollator
@@ -139,3 +139,40 @@ def test_ease_masks_translations_and_copies_of_the_own_entity():
         h, table[ent], table[neg], 10.0, lambda i, j: i == j or groups[i] != groups[j], lambda i, j: True
     )
     assert plain(batch)["entity"].item() == pytest.approx(want_plain, rel=1e-5)
+
+
+def test_chance_value_is_the_loss_of_a_model_that_cannot_tell_candidates_apart():
+    groups = torch.tensor([0, 0, 1, 2])
+    exclude = same_group_pairs(groups, groups)
+    # rows 0 and 1 keep 3 of 4 candidates, rows 2 and 3 all 4: mean of ln 3, ln 3, ln 4, ln 4
+    assert uniform_softmax_loss(4, 4, exclude) == pytest.approx((2 * math.log(3) + 2 * math.log(4)) / 4)
+    same = torch.ones(4, 6, dtype=torch.float64)  # every vector equal: every logit equal
+    assert info_nce(same, same, 0.05, exclude=exclude).item() == pytest.approx(
+        uniform_softmax_loss(4, 4, exclude)
+    )
+    # with hard negatives weighted alpha = 3: 4 positives + 4 negatives, the own negative counts 3 times
+    loss = weighted_hard_negative_loss(same, same, same, 0.05, 3.0).item()
+    assert loss == pytest.approx(uniform_softmax_loss(4, 8, extra_weight=2.0)) == pytest.approx(math.log(10))
+
+
+def test_objectives_report_their_terms_chance_values():
+    from conftest import make_tiny_encoder
+
+    encoder = make_tiny_encoder("cls")
+    batch = SentenceCollator(encoder, max_length=32)(ROWS)
+    unsup = build_objective("simcse-unsup", encoder)
+    unsup(batch)
+    assert unsup.chance == {"contrastive": pytest.approx((2 * math.log(3) + 2 * math.log(4)) / 4)}
+    ease = build_objective("ease", encoder, num_entities=4)
+    ease(batch)
+    # eq. 2: rows 0-2 share entity 0 and rows 0-1 a group; hard negatives equal to the own entity go too
+    ent = [r["entity_ids"] for r in ROWS]
+    neg = [r["negative_entity_ids"] for r in ROWS]
+    groups = [r["group"] for r in ROWS]
+    kept = [
+        sum(j == i or (groups[i] != groups[j] and ent[i] != ent[j]) for j in range(4))
+        + sum(neg[j] != ent[i] for j in range(4))
+        for i in range(4)
+    ]
+    assert ease.chance["entity"] == pytest.approx(0.01 * np.mean(np.log(kept)))
+    assert ease.chance["dropout"] == pytest.approx(unsup.chance["contrastive"])

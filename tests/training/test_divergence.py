@@ -76,6 +76,10 @@ def test_every_objective_refuses_non_finite_options(name):
                 objective_config(name, **{field: bad})
     for field, (words, _) in config_class.RANGES.items():
         default = getattr(config_class(), field)
+        if isinstance(default, str):  # a choice among names
+            with pytest.raises(ValueError, match=rf"^{field}: expected {re.escape(words)}, got 'bogus'$"):
+                objective_config(name, **{field: "bogus"})
+            continue
         with pytest.raises(ValueError, match=rf"^{field}: expected {re.escape(words)}, got -"):
             objective_config(name, **{field: -abs(default) - 1})  # below every range's lower bound
 

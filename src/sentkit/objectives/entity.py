@@ -28,7 +28,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, NEGATIVE_ENTITY_IDS
 from sentkit.objectives.gather import gather_ids, gather_with_grad
-from sentkit.objectives.negatives import batch_group_pairs, same_group_pairs
+from sentkit.objectives.negatives import batch_group_pairs, same_group_pairs, uniform_softmax_loss
 from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, CheckedOptions
 from sentkit.objectives.simcse import encode_views, info_nce
 from sentkit.objectives.supervised import weighted_hard_negative_loss
@@ -173,9 +173,17 @@ class EntityAwareContrastive(nn.Module):
             exclude_negatives,
         )
         terms = {"entity": self.config.entity_weight * entity_loss}
+        rows, width = len(first), len(entities) + (len(negatives) if negatives is not None else 0)
+        kept = torch.zeros((rows, width), dtype=torch.bool)  # True = removed from row i's softmax
+        if exclude is not None:
+            kept[:, : len(entities)] = exclude.cpu()
+        if exclude_negatives is not None:
+            kept[:, len(entities) :] = exclude_negatives.cpu()
+        self.chance = {"entity": self.config.entity_weight * uniform_softmax_loss(rows, width, kept)}
         if self.config.dropout_loss:
             candidates, offset = gather_with_grad(views[1])  # (world * batch, hidden)
             terms["dropout"] = info_nce(first, candidates, self.config.temperature, offset, group_pairs)
+            self.chance["dropout"] = uniform_softmax_loss(rows, len(candidates), group_pairs)
         return terms
 
 

@@ -1,5 +1,10 @@
 """What an objective may hand the trainer beyond `forward(batch) -> {name: loss}`: the types of its hooks.
 
+An objective may also set `self.chance = {term: value}` in `forward` (and `inner_loss`): the value each
+term would take for a model that cannot tell its candidates apart (ln of the softmax's candidate count,
+weights included). The trainer logs it as `chance_<term>` beside `loss_<term>`, so a contrastive term
+already far below chance (nothing left to learn) or stuck at it (nothing learnt) shows in the log.
+
 The trainer (`sentkit.training.hooks`) reads and checks the hooks; an objective only builds these values,
 so it imports them from here and never from the training package.
 """

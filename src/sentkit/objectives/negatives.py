@@ -9,6 +9,8 @@ the logits of same-group candidates to -inf, keeping each row's own positive.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from sentkit.datasets.columns import GROUP
@@ -40,3 +42,14 @@ def masked(logits: torch.Tensor, exclude: torch.Tensor | None) -> torch.Tensor:
     if exclude is None:
         return logits
     return logits.masked_fill(exclude, float("-inf"))
+
+
+def uniform_softmax_loss(
+    rows: int, candidates: int, exclude: torch.Tensor | None = None, extra_weight: float = 0.0
+) -> float:
+    """The loss of a softmax over candidates a model cannot tell apart (all logits equal): the mean over rows
+    of ln(kept candidates + extra_weight), where `exclude` (rows, candidates) removes some per row and
+    `extra_weight` adds weighted candidates (a hard negative's alpha - 1). This is the term's chance value:
+    a contrastive loss near it means the batch's candidates are not being told apart."""
+    kept = torch.full((rows,), float(candidates)) if exclude is None else (~exclude).sum(1).float().cpu()
+    return float(torch.log(kept + extra_weight).mean()) if rows else math.nan

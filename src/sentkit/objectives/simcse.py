@@ -12,7 +12,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR
 from sentkit.objectives.gather import gather_with_grad
-from sentkit.objectives.negatives import batch_group_pairs, masked
+from sentkit.objectives.negatives import batch_group_pairs, masked, uniform_softmax_loss
 from sentkit.objectives.options import POSITIVE_NUMBER, CheckedOptions
 
 
@@ -78,4 +78,5 @@ class UnsupervisedSimCSE(nn.Module):
         first, second = encode_views(self.encoder, batch, [ANCHOR], repeat=2)  # 2 x (batch, hidden)
         candidates, offset = gather_with_grad(second)  # (world * batch, hidden)
         exclude = batch_group_pairs(batch, offset)  # (batch, world * batch) or None
+        self.chance = {"contrastive": uniform_softmax_loss(len(first), len(candidates), exclude)}
         return {"contrastive": info_nce(first, candidates, self.config.temperature, offset, exclude)}

@@ -16,6 +16,7 @@ The discriminator's inner loop is declared to the trainer with `sentkit.objectiv
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -383,6 +384,8 @@ class Emu(nn.Module):
         logits = l2_constrained_logits(vectors, self.classifier.weight, self.classifier.bias, c.alpha)
         scaled = c.alpha * F.normalize(vectors.float(), dim=-1)  # (batch, dim): the softmax layer's input
         terms = {"softmax": F.cross_entropy(logits, labels)}
+        # chance: a classifier that cannot tell the classes apart; the discriminator's, at ln 2 (or 0 for WGAN)
+        self.chance = {"softmax": math.log(c.num_classes)}
         if c.center_loss:
             terms["center"] = c.center_loss_weight * center_loss(scaled, self.centers, labels)
             if self.training and torch.is_grad_enabled():
@@ -393,6 +396,7 @@ class Emu(nn.Module):
             # the encoder minimises L_C - gamma * L_D (eq. 4): it pulls the two languages' scores together
             critic_term = self._discriminator_loss(self.critic(vectors), self.critic(adversarial))
             terms["adversarial"] = -c.adversarial_weight * critic_term
+            self.chance["adversarial"] = -c.adversarial_weight * self._discriminator_chance()
         return terms
 
     # -- trainer hooks (sentkit.training.hooks) --
@@ -426,6 +430,7 @@ class Emu(nn.Module):
         train, adversarial = self._inner_vectors
         if step == self.config.critic_steps - 1:
             self._inner_vectors = None
+        self.chance = {"l_d": self._discriminator_chance()}
         return {"l_d": self._discriminator_loss(self.critic(train), self.critic(adversarial))}
 
     def critic_loss(self, batch: dict) -> torch.Tensor:
@@ -437,6 +442,9 @@ class Emu(nn.Module):
             (train,) = encode_views(self.encoder, batch, [ANCHOR])  # (batch, dim)
             adversarial = self._encode_adversarial(batch)  # (batch', dim)
         return self._discriminator_loss(self.critic(train), self.critic(adversarial))
+
+    def _discriminator_chance(self) -> float:
+        return math.log(2) if self.config.discriminator_loss == "cross_entropy" else 0.0
 
     def _discriminator_loss(
         self, train_scores: torch.Tensor, adversarial_scores: torch.Tensor

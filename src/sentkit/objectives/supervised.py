@@ -22,7 +22,7 @@ from torch import nn
 
 from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
 from sentkit.objectives.gather import gather_with_grad
-from sentkit.objectives.negatives import batch_group_pairs, masked
+from sentkit.objectives.negatives import batch_group_pairs, masked, uniform_softmax_loss
 from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_NUMBER, CheckedOptions
 from sentkit.objectives.simcse import cosine_logits, encode_views, info_nce
 
@@ -90,6 +90,7 @@ class SupervisedSimCSE(nn.Module):
         views = encode_views(self.encoder, batch, columns)  # each (batch, hidden)
         positives, offset = gather_with_grad(views[1])  # (world * batch, hidden)
         negatives = gather_with_grad(views[2])[0] if len(views) > 2 else None
+        exclude = batch_group_pairs(batch, offset)  # (batch, world * batch) or None
         loss = weighted_hard_negative_loss(
             views[0],
             positives,
@@ -97,6 +98,15 @@ class SupervisedSimCSE(nn.Module):
             self.config.temperature,
             self.config.hard_negative_weight,
             offset,
-            exclude=batch_group_pairs(batch, offset),  # (batch, world * batch) or None
+            exclude=exclude,
         )
+        candidates = len(positives) + (len(negatives) if negatives is not None else 0)
+        alpha = self.config.hard_negative_weight - 1.0 if negatives is not None else 0.0
+        exclude_all = None if exclude is None else _padded(exclude, candidates)
+        self.chance = {"contrastive": uniform_softmax_loss(len(views[0]), candidates, exclude_all, alpha)}
         return {"contrastive": loss}
+
+
+def _padded(exclude: torch.Tensor, columns: int) -> torch.Tensor:
+    """`exclude` (rows, P) widened with False columns to (rows, columns): the negatives' block is kept."""
+    return torch.cat([exclude, exclude.new_zeros((exclude.shape[0], columns - exclude.shape[1]))], 1)

@@ -78,9 +78,14 @@ class SentenceTrainer(Trainer):
         terms = model(inputs)
         loss = sum(terms.values())
         self._check_finite({**terms, "total": loss}, "loss term")
+        chance = _chance_levels(self.model, terms)
         for name, value in terms.items():
             # scaled like the Trainer's own loss, so a logged term is a mean per optimizer step
             self._add_term(name, value.detach() / self.current_gradient_accumulation_steps)
+            if name in chance:
+                self._add_term(
+                    f"{name}@chance", torch.tensor(chance[name] / self.current_gradient_accumulation_steps)
+                )
         self._sentences += sum(v["input_ids"].shape[0] for k, v in inputs.items() if k in TEXT_COLUMNS)
         return (loss, terms) if return_outputs else loss
 
@@ -119,8 +124,11 @@ class SentenceTrainer(Trainer):
                 extra.optimizer.step()
                 if extra.after_step is not None:
                     extra.after_step()
+                chance = _chance_levels(objective, terms)
                 for term, value in terms.items():
                     self._add_term(f"{name}_{term}", value.detach() / extra.steps)  # mean over inner steps
+                    if term in chance:
+                        self._add_term(f"{name}_{term}@chance", torch.tensor(chance[term] / extra.steps))
             extra.optimizer.zero_grad(set_to_none=True)
             for p in params:
                 p.requires_grad_(False)
@@ -191,7 +199,8 @@ class SentenceTrainer(Trainer):
             steps = max(self.state.global_step - (self._term_step or 0), 1)
             for name, total in self._term_sums.items():
                 value = self.accelerator.reduce(torch.as_tensor(total).reshape(1), reduction="mean")
-                logs[f"loss_{name}"] = round(float(value.item()) / steps, 6)
+                term, _, chance = name.partition("@")  # "entity@chance": that term's chance value
+                logs[f"{chance}_{term}" if chance else f"loss_{term}"] = round(float(value.item()) / steps, 6)
             now = time.perf_counter()
             logs["sentences_per_s"] = round(self._sentences * self.args.world_size / (now - self._clock), 1)
             self._term_sums, self._term_step = {}, self.state.global_step
@@ -390,3 +399,11 @@ class _rng_preserved:
         if self.cuda is not None:
             torch.cuda.set_rng_state_all(self.cuda)
         return False
+
+
+def _chance_levels(objective, terms: dict) -> dict[str, float]:
+    """The objective's `chance` for this batch's terms (see sentkit.objectives.hooks), finite values only."""
+    chance = getattr(objective, "chance", None)
+    if not isinstance(chance, dict):
+        return {}
+    return {k: float(v) for k, v in chance.items() if k in terms and math.isfinite(float(v))}
