@@ -169,3 +169,24 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     coloured = np.abs(pixels - pixels.mean(axis=2, keepdims=True)).sum(axis=2) > 0.1
     assert coloured.mean() > 0.003  # the viridis heatmap cells and coloured curves, not a blank or grey page
     assert len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0)) > 50
+
+
+def test_scores_show_their_bootstrap_intervals(report, report_inputs):
+    from pathlib import Path
+
+    written, page = report
+    run = json.loads(Path(report_inputs["results"][0]).read_text())
+    stsb = run["tasks"]["stsb"]
+    low, high = stsb["main_score_ci"]
+    summary = page.split('<section id="heatmaps">')[0]
+    assert f'title="95% bootstrap interval over the test items">[{low:.2f}, {high:.2f}]</span>' in summary
+    assert ">83.59</a></td>" in summary  # the MTEB file has no interval: a bare score
+    assert stsb["items"]["data_sha256"] in page.split('<section id="provenance">')[1]
+    assert "intervals: percentile bootstrap, 1000 resamples, seed 0" in page
+    md = written["markdown"].read_text()
+    assert "In brackets: 95% percentile bootstrap interval over the task's test items" in md
+    assert f"| **stsb** | {stsb['main_score']:.2f} [{low:.2f}, {high:.2f}] |" in md
+    de = run["tasks"]["tatoeba"]["ci"]["deu"]
+    assert (
+        f"| tatoeba / deu | {run['tasks']['tatoeba']['scores']['deu']:.2f} [{de[0]:.2f}, {de[1]:.2f}] |" in md
+    )
