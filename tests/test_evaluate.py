@@ -334,8 +334,8 @@ def test_results_table_escapes_names_from_user_data():
     }
     lines = results_table(results).splitlines()
     assert lines[0] == r"# m\|x # not a heading"
-    assert lines[4] == r"| sts:a\|b.tsv | 50.00 | 1.0 | - |"
-    assert lines[5] == r"| knn:\`c\`.tsv | skipped: has no data for de | | |"
+    assert lines[4] == r"| sts:a\|b.tsv | 50.00 | - | 1.0 | - |"  # no interval recorded: "-"
+    assert lines[5] == r"| knn:\`c\`.tsv | skipped: has no data for de | | | |"
     assert r"- **sts:a\|b.tsv**: en\|de 40.00" in lines
 
 

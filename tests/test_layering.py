@@ -21,14 +21,16 @@ TOP = "*"  # may import anything: the command line and the package root (`sentki
 ALLOWED: dict[str, frozenset[str] | str] = {
     **{name: frozenset() for name in BASE},
     "datasets": frozenset(),
+    "stats": frozenset(),  # bootstrap intervals over a task's per-item values
     "encoders": frozenset(),
     "analysis": frozenset(),
     "mteb_results": frozenset(),
     "report_svg": frozenset(),
-    "tasks": frozenset({"datasets", "encoders"}),
+    "tasks": frozenset({"datasets", "encoders", "stats"}),
     "training_data": frozenset({"datasets"}),
     "objectives": frozenset({"datasets", "training_data"}),  # EASE reads its built entity vocabulary
-    "evaluate": frozenset({"datasets", "encoders", "tasks"}),
+    "evaluate": frozenset({"datasets", "encoders", "tasks", "stats"}),
+    "compare": frozenset({"stats", "report"}),
     "report_html": frozenset({"datasets", "mteb_results", "report_svg"}),
     "report": frozenset({"report_html"}),
     "training": frozenset({"datasets", "encoders", "tasks", "objectives", "training_data", "evaluate"}),

@@ -217,7 +217,12 @@ def test_summary_cells_are_each_runs_main_scores(report, report_inputs):
     for run in runs:
         row = re.search(rf"<tr><th>{re.escape(run['model'])}</th>(.*?)</tr>", summary).group(1)
         cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
-        assert cells == [f"{run['tasks'][task]['main_score']:.2f}" for task in header]
+        expected = []
+        for task in header:  # the score, then its 95% interval under it when the run recorded one
+            result = run["tasks"][task]
+            ci = result.get("main_score_ci")
+            expected.append(f"{result['main_score']:.2f}" + (f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
+        assert cells == expected
     mteb = re.search(r"<tr><th>intfloat/multilingual-e5-small \(MTEB\).*?</tr>", summary).group(0)
     assert [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", mteb)] == [
         "83.59" if task == "stsb" else "-" for task in header
@@ -265,8 +270,36 @@ def test_markdown_table_cells_are_each_runs_scores(report, report_inputs):
     assert "| task | trigram-64 | trigram-256 | intfloat/multilingual-e5-small (MTEB) |" in lines
     for task in runs[0]["tasks"]:
         mteb = "83.59" if task == "stsb" else "-"
-        main = [f"{r['tasks'][task]['main_score']:.2f}" for r in runs]
+        main = [_with_ci(r["tasks"][task]["main_score"], r["tasks"][task].get("main_score_ci")) for r in runs]
         assert f"| **{task}** | {' | '.join(main)} | {mteb} |" in lines
         for key in (k for k in runs[0]["tasks"][task]["scores"] if k != "main_score"):
-            cells = [f"{r['tasks'][task]['scores'][key]:.2f}" for r in runs]
+            cells = [
+                _with_ci(r["tasks"][task]["scores"][key], r["tasks"][task].get("ci", {}).get(key))
+                for r in runs
+            ]
             assert f"| {task} / {key} | {' | '.join(cells)} | - |" in lines  # MTEB: main scores only
+
+
+def _with_ci(score: float, ci) -> str:
+    return f"{score:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+def test_scores_show_their_bootstrap_intervals(report, report_inputs):
+    from pathlib import Path
+
+    written, page = report
+    run = json.loads(Path(report_inputs["results"][0]).read_text())
+    stsb = run["tasks"]["stsb"]
+    low, high = stsb["main_score_ci"]
+    summary = page.split('<section id="heatmaps">')[0]
+    assert f'title="95% bootstrap interval over the test items">[{low:.2f}, {high:.2f}]</span>' in summary
+    assert ">83.59</a></td>" in summary  # the MTEB file has no interval: a bare score
+    assert stsb["items"]["data_sha256"] in page.split('<section id="provenance">')[1]
+    assert "intervals: percentile bootstrap, 1000 resamples, seed 0" in page
+    md = written["markdown"].read_text()
+    assert "In brackets: 95% percentile bootstrap interval over the task's test items" in md
+    assert f"| **stsb** | {stsb['main_score']:.2f} [{low:.2f}, {high:.2f}] |" in md
+    de = run["tasks"]["tatoeba"]["ci"]["deu"]
+    assert (
+        f"| tatoeba / deu | {run['tasks']['tatoeba']['scores']['deu']:.2f} [{de[0]:.2f}, {de[1]:.2f}] |" in md
+    )

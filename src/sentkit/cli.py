@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", default="results", help="folder for the results files")
     ev.add_argument("--batch-size", type=positive_int, default=64)
     ev.add_argument("--seed", type=seed_int, default=0)
+    ev.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples per 95%% CI")
     ev.add_argument(
         "--data-root", default=None, help="benchmark data folder (default: $SENTKIT_DATA or ../shared/data)"
     )
@@ -111,6 +112,16 @@ def _parser() -> argparse.ArgumentParser:
         "MTEB result files or folders",
     )
     rep.add_argument("--out", default="report", help="folder for report.html, report.md and the plots")
+
+    cmp = sub.add_parser(
+        "compare", help="B - A per task: paired bootstrap CI and p-value over the same items"
+    )
+    cmp.add_argument("a", help="results JSON of run A (the baseline)")
+    cmp.add_argument("b", help="results JSON of run B")
+    cmp.add_argument("--tasks", default=None, help="comma list of tasks to compare (default: all shared)")
+    cmp.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples")
+    cmp.add_argument("--seed", type=seed_int, default=0, help="seed of the resampling")
+    cmp.add_argument("--out", default=None, help="also write the comparison as JSON to this file")
 
     sub.add_parser("train", help="train an encoder (`sentkit train --help` lists every flag)", add_help=False)
     sub.add_parser("tasks", help="list tasks and suites")
@@ -268,6 +279,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         },
         task_options={"kmeans": args.kmeans} if args.kmeans != "sklearn" else None,
         prepared=prepared,
+        resamples=args.resamples,
     )
     print(results_table(results))
     print(f"results written to {results['path']}")
@@ -359,6 +371,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from sentkit.atomic import check_writable_file
+    from sentkit.compare import compare_runs, comparison_text, write_comparison
+
+    if args.out:
+        check_writable_file(args.out)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    result = compare_runs(args.a, args.b, tasks, resamples=args.resamples, seed=args.seed)
+    print(comparison_text(result), end="")
+    if args.out:
+        print(f"comparison written to {write_comparison(result, args.out)}")
+    return 0
+
+
 def _cmd_tasks() -> int:
     from sentkit.tasks import SUITES, TASKS
 
@@ -436,6 +462,8 @@ def _run(argv: list[str]) -> int:
         return _cmd_export(args)
     if args.command == "report":
         return _cmd_report(args)
+    if args.command == "compare":
+        return _cmd_compare(args)
     if args.command == "tasks":
         return _cmd_tasks()
     if args.command == "models":

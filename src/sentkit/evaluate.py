@@ -7,7 +7,7 @@ import re
 import sys
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +20,8 @@ from sentkit.encoders.protocol import Encoder
 from sentkit.errors import InvalidArgument, LanguageNotCovered
 from sentkit.markdown import markdown_text
 from sentkit.provenance import machine_info, package_versions, seed_everything
+from sentkit.stats import bootstrap
+from sentkit.stats.items import write_sidecar
 from sentkit.tasks import get_task, resolve_tasks
 from sentkit.tasks.task import Task
 from sentkit.tasks.user_tasks import read_user_tasks
@@ -105,6 +107,7 @@ def evaluate(
     extra_config: dict | None = None,
     task_options: dict | None = None,
     prepared: Mapping[str, Task] | None = None,
+    resamples: int = bootstrap.RESAMPLES,
 ) -> dict:
     """Evaluate `encoder` on the tasks (names or suites); return the results and write them under `out`.
 
@@ -112,10 +115,13 @@ def evaluate(
     clustering tasks; see tasks.get_task); they are recorded in the results' config.
     Every file-backed task (`sts:pairs.tsv`) is read before the first task runs, so a malformed file
     raises DataFormatError at once; `prepared` passes tasks already built by `read_user_tasks`.
+    Each score gets a 95% percentile bootstrap interval over the task's items (`resamples` draws, seed
+    `bootstrap.SEED`); the per-item values behind it go inline or, when large, to `<stem>.items.npz`.
     Each finished task is written at once (`"complete": false` until the last); a task that raises is
     recorded under `errors` and the rest still run; Ctrl-C keeps what finished (EvaluationInterrupted).
     """
     batch_size = check_positive_int("batch_size", batch_size)
+    resamples = check_positive_int("resamples", resamples)
     seed = check_seed(seed)
     names = resolve_tasks(tasks)
     if not names:
@@ -147,17 +153,24 @@ def evaluate(
             **(extra_config or {}),
         },
         "seed": seed,
+        "bootstrap": {
+            "method": "percentile",
+            "level": bootstrap.LEVEL,
+            "resamples": resamples,
+            "seed": bootstrap.SEED,
+        },
         "versions": package_versions(),
         "machine": machine_info(),
         "started": started.isoformat(timespec="seconds"),
         "wall_s": 0.0,
     }
     stem = _free_stem(Path(out), results["model"], started) if out is not None else ""
+    item_arrays: dict[str, np.ndarray] | None = {} if out is not None else None  # the sidecar's contents
 
     def save() -> None:
         results["wall_s"] = round(time.perf_counter() - t0, 3)
         if out is not None:
-            write_results(results, out, started, stem=stem)
+            write_results(results, out, started, stem=stem, item_arrays=item_arrays)
 
     timed = _CachingEncoder(encoder)
     bar = tqdm(names, desc="tasks", disable=not show_progress)
@@ -166,7 +179,18 @@ def evaluate(
         for name in bar:
             bar.set_postfix_str(name)
             _run_task(
-                name, timed, results, langs, batch_size, data_root, seed, show_progress, task_options, ready
+                name,
+                timed,
+                results,
+                langs,
+                batch_size,
+                data_root,
+                seed,
+                show_progress,
+                task_options,
+                resamples,
+                item_arrays,
+                ready,
             )
             save()
     except KeyboardInterrupt as err:
@@ -192,9 +216,15 @@ def _run_task(
     seed: int,
     show_progress: bool,
     task_options: dict | None = None,
+    resamples: int = bootstrap.RESAMPLES,
+    item_arrays: dict[str, np.ndarray] | None = None,
     ready: dict[str, Task] | None = None,
 ) -> None:
-    """Run one task (`ready[name]` if built already) and record its scores, skip reason or error in `results`."""
+    """Run one task (`ready[name]` if built already) and record its scores (with intervals), its skip reason
+    or its error in `results`.
+
+    Arrays bound for the sidecar go to `item_arrays` once the task has succeeded (None: keep them inline).
+    """
     seed_everything(seed)
     kwargs = {"batch_size": batch_size, "data_root": data_root, "options": task_options}
     if langs:
@@ -205,6 +235,10 @@ def _run_task(
         start = time.perf_counter()
         scores = task.evaluate(timed)
         record = _task_record(task, scores, time.perf_counter() - start, timed)
+        pending: dict[str, np.ndarray] = {}  # sidecar arrays of this task, kept only if it succeeds
+        if task.items is not None:
+            store = None if item_arrays is None else _sidecar_store(len(item_arrays), pending)
+            record = _with_intervals(record, task, scores, resamples, store)
     except LanguageNotCovered as err:
         if not langs:
             _record_error(results, name, err)
@@ -218,6 +252,8 @@ def _run_task(
         _record_error(results, name, err)
         return
     results["tasks"][name] = record
+    if item_arrays is not None:
+        item_arrays.update(pending)
     if show_progress:
         cut = record["scores"].get("truncated_sentences")
         note = f", {int(cut)} truncated" if cut else ""
@@ -243,6 +279,46 @@ def _task_record(task: Task, scores: dict, wall: float, timed: _CachingEncoder) 
     return record
 
 
+def _with_intervals(
+    record: dict, task: Task, scores: dict, resamples: int, store: Callable[[np.ndarray], str] | None
+) -> dict:
+    """`record` plus `main_score_ci` beside main_score, `ci` per score key and the per-item values.
+
+    The items must reproduce the task's own scores; a task whose items drifted from its metric fails here.
+    """
+    start = time.perf_counter()
+    points = bootstrap.point_scores(task.items)
+    for key in (k for k in scores if k in points):
+        if not abs(points[key] - scores[key]) <= 1e-6 * max(1.0, abs(scores[key])):
+            raise RuntimeError(
+                f"task {task.name!r}: its per-item values give {key} = {points[key]!r}, not {scores[key]!r}"
+            )
+    intervals = bootstrap.confidence_intervals(task.items, resamples)
+    items = task.items.to_record(store)
+    out = {}
+    for key, value in record.items():
+        out[key] = value
+        if key == "main_score" and "main_score" in intervals:
+            out["main_score_ci"] = intervals["main_score"]
+        if key == "scores":
+            out["ci"] = {k: intervals[k] for k in scores if k in intervals}
+    out["items"] = items
+    out["bootstrap_s"] = round(time.perf_counter() - start, 3)
+    to_json(out)  # inline values the file could not hold fail here, as this task's error
+    return out
+
+
+def _sidecar_store(first: int, pending: dict[str, np.ndarray]) -> Callable[[np.ndarray], str]:
+    """A `TaskItems.to_record` store putting arrays in `pending` under sidecar keys a<first>, a<first+1>..."""
+
+    def store(array: np.ndarray) -> str:
+        key = f"a{first + len(pending)}"
+        pending[key] = array
+        return key
+
+    return store
+
+
 def _record_error(results: dict, name: str, err: BaseException) -> None:
     message = " ".join(str(err).split())
     results["errors"][name] = {"type": type(err).__name__, "message": message}
@@ -262,14 +338,28 @@ def _free_stem(out: Path, model: str, started: datetime) -> str:
 
 
 def write_results(
-    results: dict, out: str | Path, started: datetime | None = None, stem: str | None = None
+    results: dict,
+    out: str | Path,
+    started: datetime | None = None,
+    stem: str | None = None,
+    item_arrays: dict[str, np.ndarray] | None = None,
 ) -> Path:
-    """Write `<out>/<model>__<time>.json` and the matching `.md` table, each atomically."""
+    """Write `<out>/<model>__<time>.json` and the matching `.md` table, each atomically.
+
+    `item_arrays` (per-item values too large to inline) go first to `<stem>.items.npz`, which the JSON
+    then names with its sha256 under `items_file`; the sidecar is rewritten only when arrays were added.
+    """
     out = Path(out)
     if stem is None:
         stamp = (started or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S")
         stem = f"{_slug(results['model'])}__{stamp}"
     path = out / f"{stem}.json"
+    if item_arrays:
+        sidecar = out / f"{stem}.items.npz"
+        known = results.get("items_file", {})
+        if known.get("arrays") != len(item_arrays) or not sidecar.is_file():
+            sha = write_sidecar(sidecar, item_arrays)
+            results["items_file"] = {"path": sidecar.name, "sha256": sha, "arrays": len(item_arrays)}
     atomic_write_json(path, {k: v for k, v in results.items() if k != "path"})
     atomic_write_text(out / f"{stem}.md", results_table(results))
     results["path"] = str(path)
@@ -282,25 +372,42 @@ def results_table(results: dict) -> str:
     if not results.get("complete", True):
         where = results.get("interrupted")
         lines += [f"**Incomplete run**: {'interrupted during ' + where if where else 'still running'}.", ""]
-    lines += ["| task | main score | wall s | sentences/s |", "|---|---:|---:|---:|"]
+    lines += ["| task | main score | 95% CI | wall s | sentences/s |", "|---|---:|---:|---:|---:|"]
     for name, r in results["tasks"].items():
         sps = r["sentences_per_s"] if r["sentences_per_s"] is not None else "-"
-        lines.append(f"| {markdown_text(name)} | {r['main_score']:.2f} | {r['wall_s']:.1f} | {sps} |")
+        ci = format_interval(r.get("main_score_ci")) or "-"
+        lines.append(f"| {markdown_text(name)} | {r['main_score']:.2f} | {ci} | {r['wall_s']:.1f} | {sps} |")
     lines += [
-        f"| {markdown_text(name)} | skipped: {markdown_text(why)} | | |"
+        f"| {markdown_text(name)} | skipped: {markdown_text(why)} | | | |"
         for name, why in results.get("skipped", {}).items()
     ]
     lines += [
-        f"| {markdown_text(name)} | error: {e['type']}: {markdown_text(e['message'])} | | |"
+        f"| {markdown_text(name)} | error: {e['type']}: {markdown_text(e['message'])} | | | |"
         for name, e in results.get("errors", {}).items()
     ]
-    lines += ["", f"total wall time: {results['wall_s']:.1f} s, seed {results['seed']}", ""]
+    lines += ["", f"total wall time: {results['wall_s']:.1f} s, seed {results['seed']}"]
+    if "bootstrap" in results and any("main_score_ci" in r for r in results["tasks"].values()):
+        b = results["bootstrap"]
+        lines.append(
+            f"95% CI: {b['method']} bootstrap over each task's test items, {b['resamples']} resamples, "
+            f"seed {b['seed']}"
+        )
+    lines.append("")
     for name, r in results["tasks"].items():
         extra = {k: v for k, v in r["scores"].items() if k != "main_score"}
         if extra:
-            cells = ", ".join(f"{markdown_text(k)} {v:.2f}" for k, v in extra.items())
+            ci = r.get("ci", {})
+            cells = ", ".join(
+                f"{markdown_text(k)} {v:.2f}" + (f" {format_interval(ci[k])}" if k in ci else "")
+                for k, v in extra.items()
+            )
             lines.append(f"- **{markdown_text(name)}**: {cells}")
     return "\n".join(lines) + "\n"
+
+
+def format_interval(ci: Sequence[float] | None) -> str:
+    """`[low, high]` with two decimals, as the scores are printed ('' when there is none)."""
+    return "" if not ci else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
 def _slug(text: str) -> str:

@@ -85,14 +85,18 @@ def _labels(runs: list[dict]) -> list[str]:
 
 
 def comparison_table(runs: list[dict], breakdown: bool = True) -> str:
-    """Markdown: one row per task (and per breakdown key), one column per run."""
+    """Markdown: one row per task (and per breakdown key), one column per run; a score the run has a
+    bootstrap interval for is followed by it in brackets."""
     labels = _labels(runs)
     tasks: list[str] = []
     for r in runs:
         tasks.extend(t for t in r["tasks"] if t not in tasks)
     lines = ["| task | " + " | ".join(map(markdown_text, labels)) + " |", "|---|" + "---:|" * len(runs)]
     for task in tasks:
-        cells = [_fmt(r["tasks"].get(task, {}).get("main_score")) for r in runs]
+        cells = [
+            _fmt(r["tasks"].get(task, {}).get("main_score"), r["tasks"].get(task, {}).get("main_score_ci"))
+            for r in runs
+        ]
         lines.append(f"| **{markdown_text(task)}** | " + " | ".join(cells) + " |")
         if not breakdown:
             continue
@@ -102,13 +106,32 @@ def comparison_table(runs: list[dict], breakdown: bool = True) -> str:
                 k for k in r["tasks"].get(task, {}).get("scores", {}) if k != "main_score" and k not in keys
             )
         for key in keys:
-            cells = [_fmt(r["tasks"].get(task, {}).get("scores", {}).get(key)) for r in runs]
+            cells = [
+                _fmt(
+                    r["tasks"].get(task, {}).get("scores", {}).get(key),
+                    r["tasks"].get(task, {}).get("ci", {}).get(key),
+                )
+                for r in runs
+            ]
             lines.append(f"| {markdown_text(task)} / {markdown_text(key)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
+CI_NOTE = (
+    "In brackets: 95% percentile bootstrap interval over the task's test items. Whether two runs differ is "
+    "`sentkit compare A.json B.json` (paired over the same items), not whether their intervals overlap."
+)
+
+
+def _has_intervals(runs: Sequence[dict]) -> bool:
+    return any("main_score_ci" in result for r in runs for result in r["tasks"].values())
+
+
+def _fmt(value, ci: Sequence[float] | None = None) -> str:
+    """A score with two decimals and, when the run has one, its 95% interval: `61.11 [57.46, 64.31]`."""
+    if value is None:
+        return "-"
+    return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
 
 
 def _plain(text: str) -> str:
@@ -202,6 +225,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path) -> dict[str, Path
     atomic_write_text(
         written["markdown"],
         "# sentkit comparison\n\nFigures, training curves and provenance: [report.html](report.html)\n\n"
+        + (CI_NOTE + "\n\n" if _has_intervals(runs) else "")
         + comparison_table(runs)
         + "\n"
         + images

@@ -142,7 +142,7 @@ def summary_table(runs: Sequence[dict], labels: Sequence[str]) -> str:
             unit = " (raw, higher is better)" if task == "alignment-uniformity" else ""
             cells.append(
                 f'<td><a href="#{_anchor(i, task)}" title="provenance{escape(unit)}">'
-                f"{result['main_score']:.2f}</a></td>"
+                f"{result['main_score']:.2f}</a>{_interval(result.get('main_score_ci'))}</td>"
             )
         body.append(f"<tr><th>{escape(label)}{source}</th>{''.join(cells)}</tr>")
     return (
@@ -152,6 +152,13 @@ def summary_table(runs: Sequence[dict], labels: Sequence[str]) -> str:
         + "".join(body)
         + "</tbody></table>"
     )
+
+
+def _interval(ci) -> str:
+    """A score's 95% bootstrap interval under it (nothing for runs without one, e.g. MTEB files)."""
+    if not ci:
+        return ""
+    return f'<br><span class="ci" title="95% bootstrap interval over the test items">[{ci[0]:.2f}, {ci[1]:.2f}]</span>'
 
 
 def _language_columns(runs: Sequence[dict], task: str) -> list[str]:
@@ -276,10 +283,17 @@ def provenance_section(runs: Sequence[dict], labels: Sequence[str]) -> str:
     parts = []
     for i, (label, run) in enumerate(zip(labels, runs)):
         versions = ", ".join(f"{k} {v}" for k, v in run.get("versions", {}).items())
+        boot = run.get("bootstrap") or {}
+        intervals = (
+            f"<br>intervals: {escape(str(boot.get('method')))} bootstrap, {escape(str(boot.get('resamples')))} "
+            f"resamples, seed {escape(str(boot.get('seed')))}"
+            if boot
+            else ""
+        )
         parts.append(
             f'<h3 id="run-{i}">{escape(label)}</h3><p class="path">results file: {escape(str(run.get("path", "-")))}'
             f"; seed {escape(str(_or_dash(run.get('seed'))))}; started {escape(str(run.get('started', '-')))}"
-            f"<br>versions: {escape(versions or '-')}</p>"
+            f"<br>versions: {escape(versions or '-')}{intervals}</p>"
         )
         rows = []
         for task, result in run["tasks"].items():
@@ -293,8 +307,12 @@ def provenance_section(runs: Sequence[dict], labels: Sequence[str]) -> str:
                 or "built-in benchmark files (see MANIFEST.md)"
             )
             meta = escape(json.dumps(result.get("meta", {}), sort_keys=True, default=str)[:2000])
+            items = result.get("items", {}).get("data_sha256")
+            if items:
+                data += f"<br>items ({escape(str(result['items'].get('unit', '')))}): <code>sha256 {escape(str(items))}</code>"
             rows.append(
-                f'<tr id="{_anchor(i, task)}"><td>{escape(task)}</td><td>{result["main_score"]:.2f}</td>'
+                f'<tr id="{_anchor(i, task)}"><td>{escape(task)}</td>'
+                f"<td>{result['main_score']:.2f}{_interval(result.get('main_score_ci'))}</td>"
                 f"<td>{data}</td><td>{escape(str(_or_dash(run.get('seed'))))}</td>"
                 f"<td><details><summary>meta</summary><pre>{meta}</pre></details></td></tr>"
             )
@@ -308,7 +326,7 @@ def provenance_section(runs: Sequence[dict], labels: Sequence[str]) -> str:
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}
-table.summary td{text-align:right}td.na{color:#999;text-align:center}a{color:#1f5fa8;text-decoration:none}
+table.summary td{text-align:right}.ci{font-size:11px;color:#666}td.na{color:#999;text-align:center}a{color:#1f5fa8;text-decoration:none}
 figure.fig{display:inline-block;margin:8px 16px 16px 0;vertical-align:top}figcaption{font-size:12px;color:#555}
 .badge{background:#eee;border-radius:3px;padding:0 4px;font-size:11px}.path{font-size:12px;color:#555}
 pre{white-space:pre-wrap;max-width:700px;font-size:11px}:target{background:#fff3b0}
@@ -344,7 +362,9 @@ def html_report(runs: Sequence[dict], curves: Sequence[dict] = ()) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>sentkit report</title>'
         f"<style>{_STYLE}</style></head><body><h1>sentkit report</h1>"
-        "<p>Scores are percent except alignment-uniformity (raw). Click a score for its data files, seed and versions.</p>"
+        "<p>Scores are percent except alignment-uniformity (raw). Click a score for its data files, seed and versions. "
+        "Under a score: its 95% percentile bootstrap interval over the task's test items "
+        "(<code>sentkit compare A.json B.json</code> tests a difference between two runs).</p>"
         f"{body}<script>{_SCRIPT}</script></body></html>\n"
     )
 

@@ -4,6 +4,10 @@ Positive pairs are STS-B dev pairs with gold > 4; uniformity runs over all disti
 choice of p_pos and p_data). Both are losses: lower is better. They are raw values, not percent;
 `main_score` is -(alignment + uniformity), Wang & Isola's combined loss with weight 1, negated so that
 higher is better like every other task.
+
+Its confidence interval resamples positive pairs for alignment and sentences for uniformity; uniformity,
+a mean over all sentence pairs, is resampled through per-sentence pseudo-values (its first-order
+projection, `uniformity_pseudo_values`), which keeps the cost and the stored values linear in sentences.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from sentkit.datasets.sts_pairs import STSPairs
 from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages
+from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task
 from sentkit.tasks.vectors import l2_normalize
@@ -26,10 +31,15 @@ from sentkit.tasks.vectors import l2_normalize
 POSITIVE_THRESHOLD = 4.0
 
 
+def alignment_per_pair(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> np.ndarray:
+    """||f(x_i) - f(y_i)||^alpha for each positive pair i, after L2 normalisation: (n,)."""
+    diff = l2_normalize(x, np.float64) - l2_normalize(y, np.float64)  # (n, d)
+    return np.linalg.norm(diff, axis=1) ** alpha
+
+
 def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0) -> float:
     """E ||f(x) - f(y)||^alpha over positive pairs (row i of x with row i of y), after L2 normalisation."""
-    diff = l2_normalize(x, np.float64) - l2_normalize(y, np.float64)  # (n, d)
-    return float(np.mean(np.linalg.norm(diff, axis=1) ** alpha))
+    return float(np.mean(alignment_per_pair(x, y, alpha)))
 
 
 def uniformity(z: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
@@ -46,6 +56,25 @@ def uniformity(z: np.ndarray, t: float = 2.0, block: int = 1024) -> float:
         upper = np.arange(n)[None, :] > i  # keep each unordered pair once
         chunks.append(logsumexp(-t * sq[upper]) if upper.any() else -np.inf)
     return float(logsumexp(chunks) - np.log(n * (n - 1) / 2))
+
+
+def uniformity_pseudo_values(z: np.ndarray, t: float = 2.0, block: int = 1024) -> np.ndarray:
+    """2 h(a) - P for each row a: h(a) is the mean of exp(-t ||f(a) - f(b)||^2) over the other rows b and
+    P = mean h, the pair mean inside `uniformity`. Their mean is P, so log(mean) is the uniformity, and a
+    mean of resampled pseudo-values varies like the resampled pair mean to first order (Hoeffding)."""
+    z = l2_normalize(z, np.float64)
+    n = len(z)
+    if n < 2:
+        raise ValueError("uniformity needs at least 2 vectors")
+    h = np.empty(n)
+    for start in range(0, n, block):
+        rows = z[start : start + block]  # (b, d)
+        kernel = np.exp(-t * np.clip(2.0 - 2.0 * rows @ z.T, 0.0, None))  # (b, n)
+        kernel[np.arange(len(rows)), np.arange(start, start + len(rows))] = (
+            0.0  # no pair of a row with itself
+        )
+        h[start : start + len(rows)] = kernel.sum(axis=1) / (n - 1)
+    return 2.0 * h - h.mean()
 
 
 def alignment_uniformity(x: np.ndarray, y: np.ndarray, data: np.ndarray | None = None) -> tuple[float, float]:
@@ -73,6 +102,13 @@ class AlignmentUniformityTask(Task):
         b = encoded.rows([p.sent2[i] for i in pos])  # (n_pos, dim)
         align, unif = alignment(a, b), uniformity(encoded.vectors)
         self.meta["sentences"] = len(encoded.texts)
+        items = TaskItems(unit="positive pair (alignment), sentence (uniformity)")
+        pair_ids = digest_rows([p.sent1[i] for i in pos], [p.sent2[i] for i in pos])
+        items.add("alignment", "mean", pair_ids, "positive pairs", value=alignment_per_pair(a, b))
+        pseudo = uniformity_pseudo_values(encoded.vectors)
+        items.add("uniformity", "log_mean", digest_rows(encoded.texts), "sentences", value=pseudo)
+        items.aggregate("main_score", ["alignment", "uniformity"], combine="negative_sum")
+        self.items = items
         scores = {"main_score": -(align + unif), "alignment": align, "uniformity": unif}
         return with_truncation(scores, encoder, encoded.texts)
 

@@ -21,6 +21,7 @@ from sentkit.datasets.tatoeba import FOLDER as TATOEBA_FOLDER
 from sentkit.datasets.tatoeba import load_tatoeba, tatoeba_languages
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages, tatoeba_code
+from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import Task
@@ -35,12 +36,18 @@ MARGIN_K = 4  # neighbourhood size of Artetxe & Schwenk (2019)
 
 
 # ---- Tatoeba ----------------------------------------------------------------------------------------------
-def tatoeba_accuracy(src: np.ndarray, eng: np.ndarray) -> tuple[float, float]:
-    """Percent of rows whose cosine nearest neighbour is their translation: (src->eng, eng->src)."""
+def tatoeba_hits(src: np.ndarray, eng: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each row's cosine nearest neighbour is its translation: (src->eng, eng->src), (n,) bools."""
     gold = np.arange(len(src))
     forward = cosine_knn(src, eng, 1)[1][:, 0]  # (n,)
     backward = cosine_knn(eng, src, 1)[1][:, 0]  # (n,)
-    return 100.0 * float(np.mean(forward == gold)), 100.0 * float(np.mean(backward == gold))
+    return forward == gold, backward == gold
+
+
+def tatoeba_accuracy(src: np.ndarray, eng: np.ndarray) -> tuple[float, float]:
+    """Percent of rows whose cosine nearest neighbour is their translation: (src->eng, eng->src)."""
+    forward, backward = tatoeba_hits(src, eng)
+    return 100.0 * float(np.mean(forward)), 100.0 * float(np.mean(backward))
 
 
 @dataclass
@@ -57,15 +64,24 @@ class TatoebaTask(Task):
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
         scores: dict[str, float] = {}
+        self.items = TaskItems(unit="translation pair (retrieved in each direction)")
         for lang in self.languages:
             src, eng = self._data[lang]
-            forward, backward = tatoeba_accuracy(
+            hits = tatoeba_hits(
                 encode_unique(encoder, src, self.batch_size).rows(src),  # (n, dim)
                 encode_unique(encoder, eng, self.batch_size).rows(eng),  # (n, dim)
             )
+            forward, backward = (100.0 * float(np.mean(h)) for h in hits)
             scores[f"{lang}->eng"], scores[f"eng->{lang}"] = forward, backward
             scores[lang] = (forward + backward) / 2
+            ids = digest_rows(src, eng)
+            for key, hit in zip((f"{lang}->eng", f"eng->{lang}"), hits):
+                self.items.add(key, "percent", ids, stratum=lang, hit=hit)
+            self.items.aggregate(lang, [f"{lang}->eng", f"eng->{lang}"])
         scores["main_score"] = float(np.mean([scores[lang] for lang in self.languages]))
+        self.items.aggregate(
+            "main_score", [k for lang in self.languages for k in (f"{lang}->eng", f"eng->{lang}")]
+        )
         texts = (t for lang in self.languages for side in self._data[lang] for t in side)
         return with_truncation(scores, encoder, texts)
 
@@ -203,8 +219,7 @@ def two_fold_f1(
     The BUCC test gold is not public, so the sample's source sentences are split in two at random
     (`seed`); returns the mean (precision, recall, F1) over both directions and the two thresholds.
     """
-    fold = np.zeros(n_src, dtype=np.int64)
-    fold[np.random.default_rng(seed).permutation(n_src)[n_src // 2 :]] = 1
+    fold = source_folds(n_src, seed)
     results, thresholds = [], []
     for tune, test in ((0, 1), (1, 0)):
         on_tune, on_test = fold[src] == tune, fold[src] == test
@@ -214,6 +229,34 @@ def two_fold_f1(
         thresholds.append(threshold)
     p, r, f = np.mean(results, axis=0)
     return float(p), float(r), float(f), (thresholds[0], thresholds[1])
+
+
+def source_folds(n_src: int, seed: int = 0) -> np.ndarray:
+    """The fold (0 or 1) of each source sentence in `two_fold_f1`: a seeded half of them is fold 1."""
+    fold = np.zeros(n_src, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n_src)[n_src // 2 :]] = 1
+    return fold
+
+
+def source_counts(
+    src: np.ndarray,
+    scores: np.ndarray,
+    correct: np.ndarray,
+    gold_src: np.ndarray,
+    n_src: int,
+    thresholds: tuple[float, float],
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Per source sentence: its fold, candidates kept at the threshold its fold is scored with (the one
+    tuned on the other fold), correct ones among them (tp) and gold pairs: what `two_fold_f1` sums."""
+    fold = source_folds(n_src, seed)
+    kept = scores >= np.array([thresholds[1], thresholds[0]])[fold[src]]
+    return {
+        "fold": fold.astype(np.int8),
+        "kept": np.bincount(src[kept], minlength=n_src),
+        "tp": np.bincount(src[kept & correct], minlength=n_src),
+        "gold": np.bincount(gold_src, minlength=n_src),
+    }
 
 
 def bucc_scores(
@@ -238,15 +281,10 @@ def bucc_scores(
                 scores.append(s)
                 correct.append((sid, tid) in gold)
     gold_src = np.array([src_row[sid] for sid, _ in sample.gold], dtype=np.int64)
-    p, r, f, thresholds = two_fold_f1(
-        np.array(src, dtype=np.int64),
-        np.array(scores),
-        np.array(correct),
-        gold_src,
-        len(sample.src_ids),
-        seed,
-    )
-    return {"precision": p, "recall": r, "f1": f, "thresholds": thresholds}
+    src, scores, correct = np.array(src, dtype=np.int64), np.array(scores), np.array(correct, dtype=bool)
+    p, r, f, thresholds = two_fold_f1(src, scores, correct, gold_src, len(sample.src_ids), seed)
+    counts = source_counts(src, scores, correct, gold_src, len(sample.src_ids), thresholds, seed)
+    return {"precision": p, "recall": r, "f1": f, "thresholds": thresholds, "per_source": counts}
 
 
 def _unique(texts: Sequence[str]) -> list[str]:
@@ -276,9 +314,17 @@ class BuccTask(Task):
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
         scores: dict[str, float] = {}
+        self.items = TaskItems(unit="source sentence (its mined candidates and gold pairs)")
         for pair in self.languages:
             sample = self._data[pair]
             start = time.perf_counter()
+            ids = digest_rows(
+                [
+                    digest_rows(sample.src_ids, sample.src_sentences),
+                    digest_rows(sample.trg_ids, sample.trg_sentences),
+                    digest_rows(*zip(*sample.gold)) if sample.gold else "",
+                ]
+            )
             x = encode_unique(encoder, sample.src_sentences, self.batch_size).vectors  # (n_src_texts, dim)
             y = encode_unique(encoder, sample.trg_sentences, self.batch_size).vectors  # (n_trg_texts, dim)
             neighbours = mutual_neighbours(x, y)  # one search serves both scorings
@@ -288,10 +334,13 @@ class BuccTask(Task):
                 scores[f"{pair}_{scoring}_precision"] = result["precision"]
                 scores[f"{pair}_{scoring}_recall"] = result["recall"]
                 self.meta.setdefault("thresholds", {})[f"{pair}_{scoring}"] = result["thresholds"]
+                self.items.add(f"{pair}_{scoring}", "two_fold_f1", ids, stratum=pair, **result["per_source"])
             self.meta.setdefault("seconds", {})[pair] = round(time.perf_counter() - start, 2)
         for scoring in ("cosine", "margin"):
             scores[scoring] = float(np.mean([scores[f"{p}_{scoring}"] for p in self.languages]))
+            self.items.aggregate(scoring, [f"{p}_{scoring}" for p in self.languages])
         scores["main_score"] = scores["margin"]
+        self.items.aggregate("main_score", [f"{p}_margin" for p in self.languages])
         texts = (
             t for p in self.languages for t in (*self._data[p].src_sentences, *self._data[p].trg_sentences)
         )

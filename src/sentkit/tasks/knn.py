@@ -20,6 +20,7 @@ from sentkit.datasets.marc import MARC_LANGS, load_marc, marc_split_for
 from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages
+from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
@@ -46,6 +47,18 @@ def nearest_neighbours(queries: np.ndarray, keys: np.ndarray, exclude_self: bool
     return np.where(own, idx[:, 1], idx[:, 0]).astype(np.int64)
 
 
+def knn_hits(
+    queries: np.ndarray,
+    query_labels: np.ndarray,
+    keys: np.ndarray,
+    key_labels: np.ndarray,
+    exclude_self: bool = False,
+) -> np.ndarray:
+    """Whether each query's nearest key carries the query's label: (n_queries,) bools."""
+    nearest = nearest_neighbours(queries, keys, exclude_self=exclude_self)
+    return np.asarray(key_labels)[nearest] == np.asarray(query_labels)
+
+
 def knn_accuracy(
     queries: np.ndarray,
     query_labels: np.ndarray,
@@ -54,8 +67,7 @@ def knn_accuracy(
     exclude_self: bool = False,
 ) -> float:
     """Percent of queries whose nearest key carries the query's label (Emu's 1-NN protocol)."""
-    nearest = nearest_neighbours(queries, keys, exclude_self=exclude_self)
-    return 100.0 * float(np.mean(np.asarray(key_labels)[nearest] == np.asarray(query_labels)))
+    return 100.0 * float(np.mean(knn_hits(queries, query_labels, keys, key_labels, exclude_self)))
 
 
 def chance_accuracy(query_labels: np.ndarray, key_labels: np.ndarray, exclude_self: bool = False) -> float:
@@ -138,7 +150,15 @@ class KNNTask(Task):
             for lang, data in self.data.items()
         }
         labels = {lang: data.labels for lang, data in self.data.items()}
-        scores = knn_accuracy_matrix(embeddings, labels, self.pairs)
+        # an item is a query sentence; a language's queries are drawn together for all its targets
+        ids = {lang: digest_rows(data.texts, data.labels) for lang, data in self.data.items()}
+        self.items = TaskItems(unit="query sentence")
+        scores = {}
+        for a, b in self.pairs:
+            hit = knn_hits(embeddings[a], labels[a], embeddings[b], labels[b], exclude_self=a == b)
+            scores[f"{a}->{b}"] = 100.0 * float(np.mean(hit))
+            self.items.add(f"{a}->{b}", "percent", digest_rows([ids[a], ids[b]]), stratum=a, hit=hit)
+        self.items.aggregate("main_score", scores)
         chance = {f"{a}->{b}": round(chance_accuracy(labels[a], labels[b], a == b), 2) for a, b in self.pairs}
         self.meta.update(
             chance=chance,  # what a random neighbour scores per pair: read each accuracy against it

@@ -16,6 +16,7 @@ import numpy as np
 from sentkit.datasets.qabot import QAbotQuery, load_qabot
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages
+from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task
 from sentkit.tasks.vectors import l2_normalize
@@ -50,6 +51,15 @@ def precision_at_k(relevant: Iterable[int], k: int) -> float:
     return float(np.sum(relevant[:k] != 0)) / k
 
 
+def query_items(metrics: dict[str, list[float]], ids_sha256: str) -> TaskItems:
+    """Per-query values of each metric (x100), drawn together; main_score is MAP."""
+    items = TaskItems(unit="query")
+    for name, values in metrics.items():
+        items.add(name, "mean", ids_sha256, stratum="queries", value=100.0 * np.asarray(values))
+    items.aggregate("main_score", ["map"])
+    return items
+
+
 @dataclass
 class QAbotTask(Task):
     """MAP (main), MRR, P@1 and P@5 in percent over the QAbot queries."""
@@ -75,6 +85,12 @@ class QAbotTask(Task):
             metrics["p@1"].append(precision_at_k(relevant, 1))
             metrics["p@5"].append(precision_at_k(relevant, 5))
         scores = {name: 100.0 * float(np.mean(values)) for name, values in metrics.items()}
+        ids = digest_rows(
+            [q.query for q in self.queries],
+            ["\x1d".join(q.questions) for q in self.queries],
+            [",".join(map(str, q.labels.tolist())) for q in self.queries],
+        )
+        self.items = query_items(metrics, ids)
         self.meta.update(
             n_queries=len(self.queries),
             n_texts_encoded=len(encoded.texts),

@@ -26,6 +26,7 @@ from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import MissingDataError
 from sentkit.langs import select_languages
+from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.task import Task
 from sentkit.tasks.vectors import paired_cosine
@@ -62,9 +63,13 @@ class STSTask(Task):
         texts = [s for p in self.sets.values() for s in (*p.sent1, *p.sent2)]
         encoded = encode_unique(encoder, texts, self.batch_size)
         scores = {}
+        self.items = TaskItems(unit="sentence pair")
         for key, pairs in self.sets.items():
             a, b = encoded.rows(pairs.sent1), encoded.rows(pairs.sent2)  # (n_pairs, dim) each
             scores[key] = cosine_spearman(a, b, pairs.gold)
+            ids = digest_rows(pairs.sent1, pairs.sent2, pairs.gold)
+            self.items.add(key, "spearman", ids, pred=paired_cosine(a, b), gold=pairs.gold)
+        self.items.aggregate("main_score", self.sets)
         return with_truncation(
             {"main_score": float(np.mean(list(scores.values()))), **scores}, encoder, texts
         )

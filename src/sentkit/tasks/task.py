@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.encoders.protocol import Encoder
+from sentkit.stats.items import TaskItems
 
 SUBSAMPLE_SEED = 1111  # one seed for every task's subsample, so tasks on the same file keep the same rows
 
@@ -28,7 +29,8 @@ class Task:
     """Subclasses load their real files lazily and return scores in percent.
 
     `evaluate` returns a flat dict: `main_score` (MTEB convention) plus breakdown keys such as a
-    language pair (`en-de`), a dataset (`STS12`) or a direction (`deu->eng`).
+    language pair (`en-de`), a dataset (`STS12`) or a direction (`deu->eng`). It also sets `items`, the
+    per-item values its scores are recomputed from (confidence intervals, paired comparisons).
     """
 
     name: str = ""
@@ -36,6 +38,7 @@ class Task:
     data_root: Path | None = None
     batch_size: int = 64
     meta: dict = field(default_factory=dict)
+    items: TaskItems | None = field(default=None, repr=False)
 
     def load(self) -> None:  # pragma: no cover - each task implements it
         raise NotImplementedError

@@ -27,6 +27,7 @@ from sentkit.datasets.qam import QAM_LANGS, load_qam
 from sentkit.datasets.xnli import XNLI_LANGS, load_xnli
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages
+from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import EncodedTexts, encode_unique, with_truncation
 from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
 
@@ -147,10 +148,13 @@ class TransferTask(Task):
             groups = np.unique(np.asarray(self.train.first), return_inverse=True)[1]
         c, cv_acc = select_c_by_cv(x_train, self.train.labels, self.c_grid, self.folds, self.seed, groups)
         clf = fit_logistic(x_train, self.train.labels, c, self.seed)
-        accuracy = {
-            key: 100.0 * float(clf.score(self._features(data, vectors), data.labels))
-            for key, data in self.tests.items()
-        }
+        # an item is a test row (hit: predicted label == gold); the classifier stays as trained
+        self.items = TaskItems(unit="test row", extra_sha256=_rows_digest(self.train))
+        accuracy = {}
+        for key, data in self.tests.items():
+            hit = clf.predict(self._features(data, vectors)) == data.labels
+            accuracy[key] = 100.0 * float(np.mean(hit))
+            self.items.add(key, "percent", _rows_digest(data), hit=hit)
 
         if self.seen_langs is not None:
             seen, source = tuple(self.seen_langs), "seen_langs argument"
@@ -159,6 +163,11 @@ class TransferTask(Task):
         else:
             seen, source = None, f"{encoder.name} declares no training languages: no 'seen' average"
         averages = seen_all_averages(accuracy, seen or ())
+        self.items.aggregate("main_score", accuracy)
+        self.items.aggregate("all", accuracy)
+        seen_keys = [key for key in accuracy if key.split("(")[0] in set(seen or ())]
+        if seen_keys:
+            self.items.aggregate("seen", seen_keys)
         self.meta.update(
             C=c,
             cv_accuracy=cv_acc,
@@ -171,6 +180,12 @@ class TransferTask(Task):
             wall_seconds=round(time.perf_counter() - start, 2),
         )
         return with_truncation({"main_score": averages["all"], **averages, **accuracy}, encoder, texts)
+
+
+def _rows_digest(data: LabelledPairs | LabelledTexts) -> str:
+    if isinstance(data, LabelledPairs):
+        return digest_rows(data.first, data.second, data.labels)
+    return digest_rows(data.texts, data.labels)
 
 
 def transfer_task(

@@ -26,10 +26,17 @@ from sentkit.datasets.xnli import LabelledPairs
 from sentkit.encoders.protocol import Encoder
 from sentkit.errors import DataFormatError, DataWarning, LanguageNotCovered, MissingDataError, UnknownName
 from sentkit.langs import select_languages
-from sentkit.tasks.bitext import tatoeba_accuracy
+from sentkit.stats.items import TaskItems, digest_rows
+from sentkit.tasks.bitext import tatoeba_hits
 from sentkit.tasks.clustering import ClusteringTask
 from sentkit.tasks.knn import KNNTask
-from sentkit.tasks.retrieval import average_precision, precision_at_k, rank_by_cosine, reciprocal_rank
+from sentkit.tasks.retrieval import (
+    average_precision,
+    precision_at_k,
+    query_items,
+    rank_by_cosine,
+    reciprocal_rank,
+)
 from sentkit.tasks.sts import STSTask
 from sentkit.tasks.task import Task
 from sentkit.tasks.transfer import TransferTask
@@ -249,10 +256,16 @@ class UserBitextTask(Task):
         return None
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
-        forward, backward = tatoeba_accuracy(
+        hits = tatoeba_hits(
             encoder.encode(self.src, batch_size=self.batch_size),
             encoder.encode(self.tgt, batch_size=self.batch_size),
         )
+        forward, backward = (100.0 * float(np.mean(h)) for h in hits)
+        self.items = TaskItems(unit="translation pair (retrieved in each direction)")
+        ids = digest_rows(self.src, self.tgt)
+        for key, hit in zip(("src->tgt", "tgt->src"), hits):
+            self.items.add(key, "percent", ids, stratum="pairs", hit=hit)
+        self.items.aggregate("main_score", ["src->tgt", "tgt->src"])
         return {"main_score": (forward + backward) / 2, "src->tgt": forward, "tgt->src": backward}
 
 
@@ -301,6 +314,9 @@ class UserRetrievalTask(Task):
             metrics["p@1"].append(precision_at_k(ranked, 1))
             metrics["p@5"].append(precision_at_k(ranked, 5))
         scores = {name: 100.0 * float(np.mean(values)) for name, values in metrics.items()}
+        qrels = [",".join(f"{d}={g}" for d, g in sorted(f.qrels[qid].items())) for qid, _ in judged]
+        queries = digest_rows([qid for qid, _ in judged], [t for _, t in judged], qrels)
+        self.items = query_items(metrics, digest_rows([queries, digest_rows(f.doc_ids, f.docs)]))
         return {"main_score": scores["map"], **scores}
 
 

@@ -1,0 +1,2 @@
+"""Uncertainty of evaluation scores: per-item values (items.py), bootstrap intervals and paired
+differences over them (bootstrap.py)."""

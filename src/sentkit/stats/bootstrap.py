@@ -1,0 +1,198 @@
+"""Percentile bootstrap over a task's test items: confidence intervals and paired differences.
+
+One replicate draws, for each stratum of n items, n item indices with replacement, and recomputes every
+group's metric on the drawn items (a Spearman on the drawn STS pairs, the share of drawn Tatoeba
+sentences whose translation was retrieved, ...); an aggregate such as main_score is then formed from
+its groups' replicate scores. The draws depend only on (seed, stratum name, n, resamples), so two runs on
+the same items are scored on the very same resamples: that pairing is what `paired_difference` uses.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from sentkit.stats.items import TaskItems
+
+RESAMPLES = 1000
+SEED = 0  # fixed and recorded: every run's intervals come from the same draws
+LEVEL = 0.95
+CHUNK = 100  # replicates drawn and scored at once: CHUNK x n indices in memory
+
+# statistic(arrays, counts (c, n): how often each item was drawn in each of c replicates) -> (c,) scores
+Statistic = Callable[[dict[str, np.ndarray], np.ndarray], np.ndarray]
+
+
+def _mean(arrays: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """Mean of per-item values (already in the score's units: 0/100 hits, 100 x AP)."""
+    return counts @ arrays["value"].astype(np.float64) / counts.shape[1]
+
+
+def _percent(arrays: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """Percent of drawn items that are hits (a retrieved translation, a correctly labelled row); a 2-d
+    `hit` (n, runs) is one hit per k-means seed, each item then counting its share of hits."""
+    hit = arrays["hit"].reshape(counts.shape[1], -1).astype(np.float64).mean(axis=1)  # (n,)
+    return 100.0 * (counts @ hit) / counts.shape[1]
+
+
+def _log_mean(arrays: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """log of a mean: uniformity from its per-sentence pseudo-values (a drawn mean <= 0 gives NaN)."""
+    mean = _mean(arrays, counts)
+    return np.log(mean, out=np.full_like(mean, np.nan), where=mean > 0)
+
+
+def _midranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(c, n): in each replicate, the average rank of each item's value among the drawn items (ties,
+    drawn copies included, share their mean rank, as scipy's rankdata gives them), without sorting
+    each replicate."""
+    _, group = np.unique(values, return_inverse=True)  # (n,) id of each item's value, ascending
+    order = np.argsort(group, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
+    drawn = np.add.reduceat(counts[:, order], starts, axis=1)  # (c, distinct values): draws of each
+    mid = np.cumsum(drawn, axis=1) - (drawn - 1) / 2  # (c, distinct values): mean of the ranks they take
+    return mid[:, group.ravel()]
+
+
+def _spearman(arrays: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """Spearman x100 of (pred, gold) on the drawn pairs: Pearson of average ranks, each drawn copy counted."""
+    n = counts.shape[1]
+    pred = _midranks(arrays["pred"], counts) - (n + 1) / 2  # ranks of n draws average (n + 1) / 2
+    gold = _midranks(arrays["gold"], counts) - (n + 1) / 2
+    cov = np.einsum("cn,cn,cn->c", counts, pred, gold)
+    norm = np.sqrt(
+        np.einsum("cn,cn,cn->c", counts, pred, pred) * np.einsum("cn,cn,cn->c", counts, gold, gold)
+    )
+    return 100.0 * np.divide(cov, norm, out=np.full_like(cov, np.nan), where=norm > 0)
+
+
+def _two_fold_f1(arrays: dict[str, np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """BUCC's two-fold F1 x100 from per-source-sentence counts at the fixed tuned thresholds.
+
+    Per source sentence: its `fold`, `kept` candidates at its fold's threshold, `tp` correct among them,
+    and `gold` pairs. Each fold's F1 is 2 TP / (kept + gold) over its drawn sentences; the score is their mean.
+    """
+    member = np.stack([arrays["fold"] == 0, arrays["fold"] == 1], axis=1)  # (n, 2)
+    per_item = np.concatenate([member * arrays[k][:, None] for k in ("tp", "kept", "gold")], axis=1)  # (n, 6)
+    sums = counts @ per_item.astype(np.float64)  # (c, 6): tp, kept, gold of fold 0 and fold 1
+    tp, kept, gold = sums[:, 0:2], sums[:, 2:4], sums[:, 4:6]  # (c, 2) each
+    f1 = np.divide(2.0 * tp, kept + gold, out=np.zeros_like(tp), where=tp > 0)
+    return 100.0 * f1.mean(axis=1)
+
+
+STATISTICS: dict[str, Statistic] = {
+    "mean": _mean,
+    "percent": _percent,
+    "log_mean": _log_mean,
+    "spearman": _spearman,
+    "two_fold_f1": _two_fold_f1,
+}
+
+
+def resample_indices(n: int, resamples: int, seed: int, stratum: str) -> Iterator[np.ndarray]:
+    """The draws of one stratum, in chunks of CHUNK replicates: (c, n) indices in [0, n)."""
+    rng = np.random.default_rng([seed, zlib.crc32(stratum.encode("utf-8"))])
+    for start in range(0, resamples, CHUNK):
+        yield rng.integers(0, n, size=(min(CHUNK, resamples - start), n))
+
+
+def _draw_counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """(c, n) indices -> (c, n) float counts: how often each item was drawn in each replicate."""
+    c = idx.shape[0]
+    flat = (idx + (np.arange(c) * n)[:, None]).ravel()
+    return np.bincount(flat, minlength=c * n).reshape(c, n).astype(np.float64)
+
+
+def _check_same_layout(runs: Sequence[TaskItems]) -> None:
+    first = runs[0]
+    for other in runs[1:]:
+        layout = {k: (g.statistic, g.stratum, g.n) for k, g in first.groups.items()}
+        if layout != {k: (g.statistic, g.stratum, g.n) for k, g in other.groups.items()}:
+            raise ValueError("runs differ in their groups, strata or item counts")
+
+
+def _combine(items: TaskItems, groups: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Group scores -> group and aggregate scores (arrays of any shape, combined elementwise)."""
+    out = dict(groups)
+    for name, agg in items.aggregates.items():
+        stacked = np.stack([groups[g] for g in agg.groups])
+        out[name] = stacked.mean(axis=0) if agg.combine == "mean" else -stacked.sum(axis=0)
+    return out
+
+
+def point_scores(items: TaskItems) -> dict[str, float]:
+    """Every group and aggregate score on the items as they are (no resampling)."""
+    groups = {}
+    for key, g in items.groups.items():
+        groups[key] = float(STATISTICS[g.statistic](g.arrays, np.ones((1, g.n)))[0])  # each item once
+    return {k: float(v) for k, v in _combine(items, groups).items()}
+
+
+def replicate_scores(
+    runs: Sequence[TaskItems], resamples: int = RESAMPLES, seed: int = SEED
+) -> list[dict[str, np.ndarray]]:
+    """For each run (all on the same items), `resamples` replicate scores of every group and aggregate."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples}")
+    _check_same_layout(runs)
+    first = runs[0]
+    reps = [{key: np.empty(resamples) for key in first.groups} for _ in runs]
+    for stratum, n in first.strata().items():
+        keys = [k for k, g in first.groups.items() if g.stratum == stratum]
+        start = 0
+        for idx in resample_indices(n, resamples, seed, stratum):
+            counts = _draw_counts(idx, n)
+            for run, out in zip(runs, reps):
+                for key in keys:
+                    g = run.groups[key]
+                    out[key][start : start + len(idx)] = STATISTICS[g.statistic](g.arrays, counts)
+            start += len(idx)
+    return [_combine(run, out) for run, out in zip(runs, reps)]
+
+
+def percentile_interval(replicates: np.ndarray, level: float = LEVEL) -> list[float] | None:
+    """The central `level` percentile interval of the finite replicates (None if there are none)."""
+    finite = replicates[np.isfinite(replicates)]
+    if len(finite) == 0:
+        return None
+    tail = 100.0 * (1.0 - level) / 2.0
+    low, high = np.percentile(finite, [tail, 100.0 - tail])
+    return [float(low), float(high)]
+
+
+def confidence_intervals(
+    items: TaskItems, resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL
+) -> dict[str, list[float]]:
+    """Score key -> [low, high] percentile bootstrap interval, for every group and aggregate."""
+    reps = replicate_scores([items], resamples, seed)[0]
+    intervals = {key: percentile_interval(values, level) for key, values in reps.items()}
+    return {key: ci for key, ci in intervals.items() if ci is not None}
+
+
+def paired_difference(
+    a: TaskItems, b: TaskItems, resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL
+) -> dict[str, dict]:
+    """Score key -> B - A with its paired percentile interval and a two-sided bootstrap p-value.
+
+    Both runs are scored on the same resamples; the p-value is the share of replicate differences at
+    least as far from the observed difference as that difference is from zero (the bootstrap
+    distribution shifted to the null of no difference), (1 + count) / (1 + replicates).
+    """
+    point_a, point_b = point_scores(a), point_scores(b)
+    reps_a, reps_b = replicate_scores([a, b], resamples, seed)
+    out = {}
+    for key in reps_a:
+        delta = point_b[key] - point_a[key]
+        diffs = reps_b[key] - reps_a[key]
+        diffs = diffs[np.isfinite(diffs)]
+        extreme = int(np.sum(np.abs(diffs - delta) >= abs(delta)))
+        out[key] = {
+            "a": point_a[key],
+            "b": point_b[key],
+            "delta": delta,
+            "ci": percentile_interval(diffs, level),
+            "p_value": (1 + extreme) / (1 + len(diffs)),
+            "resamples": len(diffs),
+        }
+    return out
