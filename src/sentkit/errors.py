@@ -52,3 +52,12 @@ class InvalidArgument(SentkitError, ValueError):
 
 class OutputPathError(SentkitError, OSError):
     """An output location that cannot be written (a directory where a file goes, a path under a file)."""
+
+
+class UnsupportedModel(SentkitError, ValueError):
+    """A model with a sentence-transformers module sentkit cannot reproduce exactly (a custom class, CNN,
+    LSTM, an unknown pooling mode or activation): refused, since leaving it out gives wrong vectors."""
+
+
+class NonFiniteVectors(SentkitError, ValueError):
+    """An encoder returned NaN or Infinity (NaN weights, an overflow): nothing is written from them."""

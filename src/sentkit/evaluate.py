@@ -15,7 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_write_json, atomic_write_text, check_writable_dir, find_non_finite, to_json
-from sentkit.encoders.protocol import Encoder
+from sentkit.encoders.protocol import Encoder, checked_encode
 from sentkit.errors import InvalidArgument, LanguageNotCovered
 from sentkit.provenance import machine_info, package_versions, seed_everything
 from sentkit.tasks import get_task, resolve_tasks
@@ -49,7 +49,7 @@ class _CachingEncoder:
         fresh: dict[str, np.ndarray] = {}
         if missing or not sentences:
             start = time.perf_counter()
-            vectors = self.inner.encode(missing, batch_size=batch_size, show_progress=show_progress)
+            vectors = checked_encode(self.inner, missing, batch_size=batch_size, show_progress=show_progress)
             self.seconds += time.perf_counter() - start
             self.sentences += len(missing)
             if not sentences:
