@@ -311,6 +311,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
     from sentkit.atomic import atomic_write_bytes, check_writable_file
     from sentkit.datasets.lines import read_lines
+    from sentkit.encoders.protocol import checked_encode
     from sentkit.errors import InvalidArgument
 
     check_writable_file(args.output)  # before encoding, not after
@@ -320,12 +321,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         )
     sentences = read_lines(args.input)
     encoder = _load_model(_int8_name(args.model, args.int8))
-    vectors = encoder.encode(sentences, batch_size=args.batch_size, show_progress=True)
-    if vectors.ndim != 2 or vectors.shape[0] != len(sentences):
-        raise RuntimeError(f"encoder returned shape {vectors.shape} for {len(sentences)} lines")
-    bad_rows = int((~np.isfinite(vectors)).any(axis=1).sum())
-    if bad_rows:
-        raise RuntimeError(f"encoder returned NaN or Infinity in {bad_rows} rows; nothing written")
+    vectors = checked_encode(encoder, sentences, batch_size=args.batch_size, show_progress=True)
     buf = io.BytesIO()
     np.save(buf, vectors.astype(np.float32))
     atomic_write_bytes(args.output, buf.getvalue())

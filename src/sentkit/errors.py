@@ -62,3 +62,12 @@ class DataWarning(UserWarning):
 class TrainingDiverged(SentkitError, ArithmeticError):
     """A training loss term, gradient norm, weight or evaluation score became NaN or Infinity: the run
     stops at that step (the last complete checkpoint stays for a resume with a lower learning rate)."""
+
+
+class UnsupportedModel(SentkitError, ValueError):
+    """A model with a sentence-transformers module sentkit cannot reproduce exactly (a custom class, CNN,
+    LSTM, an unknown pooling mode or activation): refused, since leaving it out gives wrong vectors."""
+
+
+class NonFiniteVectors(SentkitError, ValueError):
+    """An encoder returned NaN or Infinity (NaN weights, an overflow): nothing is written from them."""

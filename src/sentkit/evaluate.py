@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from sentkit.atomic import atomic_write_json, atomic_write_text, check_writable_dir, find_non_finite, to_json
 from sentkit.datasets.root import data_root as default_data_root
-from sentkit.encoders.protocol import Encoder
+from sentkit.encoders.protocol import Encoder, checked_encode
 from sentkit.errors import InvalidArgument, LanguageNotCovered
 from sentkit.markdown import markdown_text
 from sentkit.provenance import machine_info, package_versions, seed_everything
@@ -54,7 +54,7 @@ class _CachingEncoder:
         fresh: dict[str, np.ndarray] = {}
         if missing or not sentences:
             start = time.perf_counter()
-            vectors = self.inner.encode(missing, batch_size=batch_size, show_progress=show_progress)
+            vectors = checked_encode(self.inner, missing, batch_size=batch_size, show_progress=show_progress)
             self.seconds += time.perf_counter() - start
             self.sentences += len(missing)
             if not sentences:

@@ -203,9 +203,32 @@ def test_encode_refuses_to_write_nan_vectors(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(ENCODERS._items, "_nan", lambda **kw: NanEncoder())
     (tmp_path / "in.txt").write_text("a\nb\nc\n")
     out = tmp_path / "v.npy"
-    assert main(["encode", "--model", "_nan", "--input", str(tmp_path / "in.txt"), "--output", str(out)]) == 1
-    assert "NaN or Infinity in 1 rows; nothing written" in capsys.readouterr().err
+    assert main(["encode", "--model", "_nan", "--input", str(tmp_path / "in.txt"), "--output", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"sentkit: error: model {NanEncoder().name!r} produced non-finite vectors (NaN or Infinity) for 1 of 3 "
+        "sentences; are its weights NaN?"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_eval_records_non_finite_vectors_as_the_task_error(stubs, monkeypatch, tmp_path, capsys):
+    """Tasks get vectors through the same check as `encode`: the error names the model, not a NaN score."""
+    from sentkit.encoders import ENCODERS
+
+    class InfEncoder(_Stub):
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            return np.full((len(sentences), 2), np.inf, dtype=np.float32)
+
+    monkeypatch.setitem(ENCODERS._items, "_inf", lambda **kw: InfEncoder())
+    stubs(uses=lambda enc: {"main_score": float(enc.encode(["a", "b"]).sum())})
+    assert main(["eval", "--model", "_inf", "--tasks", "_cli-uses", "--out", str(tmp_path)]) == 1
+    saved = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert saved["tasks"] == {}
+    assert saved["errors"]["_cli-uses"] == {
+        "type": "NonFiniteVectors",
+        "message": "model 'stub' produced non-finite vectors (NaN or Infinity) for 2 of 2 sentences; "
+        "are its weights NaN?",
+    }
 
 
 def test_eval_kmeans_option_reaches_clustering_tasks_only(tiny_dir, tmp_path, data_root):

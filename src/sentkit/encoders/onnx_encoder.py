@@ -26,7 +26,7 @@ from sentkit.encoders.onnx_export import (
     export_versions,
     require_onnx,
 )
-from sentkit.encoders.protocol import length_sorted_batches, padded_batch
+from sentkit.encoders.protocol import length_sorted_batches, lowercase_inputs, padded_batch
 from sentkit.errors import DataFormatError, InvalidArgument
 
 VARIANTS = ("onnx", "int8")  # the `NAME@variant` suffixes load_encoder understands
@@ -59,6 +59,8 @@ class OnnxEncoder:
         self.truncated = 0
         self.truncated_texts: set[str] = set()
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
+        if self.meta.get("do_lower_case"):
+            lowercase_inputs(self.tokenizer)
         if threads is None:
             import torch
 

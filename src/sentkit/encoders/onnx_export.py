@@ -1,8 +1,9 @@
 """Export a `TransformerEncoder` to one ONNX graph: token ids + attention mask in, the sentence vector out.
 
-Pooling and L2 normalisation run inside the graph, so onnxruntime and a tokenizer are all a user needs. The
-folder holds model.onnx, the tokenizer files, `sentkit_onnx.json` (prefix, max length, pooling, checksum)
-and a README.md whose snippet runs the model with onnxruntime + tokenizers alone.
+The model's pooling, Dense layers and L2 normalisation run inside the graph, so onnxruntime and a tokenizer
+are all a user needs. The folder holds model.onnx, the tokenizer files, `sentkit_onnx.json` (prefix, max
+length, pooling, Dense layers, checksum) and a README.md whose snippet runs the model with onnxruntime +
+tokenizers alone.
 
 int8 is onnxruntime's dynamic quantization of the weight MatMuls and the embedding tables: per-channel
 7-bit weights, uint8 activations quantized per batch at run time; the activation x activation attention
@@ -39,7 +40,7 @@ MODEL_FILE = "model.onnx"
 META_FILE = "sentkit_onnx.json"
 CACHE_KEY_FILE = "sentkit_cache_key.json"  # written beside an export in the sentkit cache (onnx_encoder.py)
 OWN_FILES = (META_FILE, CACHE_KEY_FILE, "README.md")
-FORMAT_VERSION = 2  # bump when the graph or the files written change; cached exports are then redone
+FORMAT_VERSION = 3  # bump when the graph or the files written change; cached exports are then redone
 OPSET = 17
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "sentence_embedding"
@@ -59,7 +60,8 @@ class Int8Options:
 
 
 def sentence_graph(encoder):
-    """A torch module (input_ids, attention_mask) -> pooled, optionally normalised vectors of `encoder`."""
+    """A torch module (input_ids, attention_mask) -> the sentence vectors of `encoder`: its transformer, then
+    its own pooling, Dense layers and normalisation (`TransformerEncoder.sentence_vectors`)."""
     import torch
     from torch import nn
 
@@ -68,21 +70,14 @@ def sentence_graph(encoder):
     class SentenceGraph(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.model = encoder.model
+            self.encoder = encoder
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             kwargs = {"token_type_ids": torch.zeros_like(input_ids)} if takes_types else {}
-            hidden = self.model(
+            hidden = self.encoder.model(
                 input_ids=input_ids, attention_mask=attention_mask, **kwargs
-            ).last_hidden_state
-            if encoder.pooling == "mean":  # (batch, seq, hidden) -> (batch, hidden)
-                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (batch, hidden)
-            else:  # cls, and cls_mlp, whose head is used in training only
-                pooled = hidden[:, 0]  # (batch, hidden)
-            if encoder.normalize:
-                pooled = nn.functional.normalize(pooled, dim=-1)
-            return pooled
+            ).last_hidden_state  # (batch, seq, hidden)
+            return self.encoder.sentence_vectors(hidden, attention_mask)  # (batch, dim)
 
     return SentenceGraph().eval()
 
@@ -265,8 +260,11 @@ def export_onnx(
             "inputs": list(INPUTS),
             "output": OUTPUT,
             "prefix": encoder.prefix,
+            "do_lower_case": bool(encoder.lowercase),
             "max_length": int(encoder.max_length),
-            "pooling": "mean" if encoder.pooling == "mean" else "cls",
+            "pooling": encoder.pooling_mode,
+            "include_prompt": bool(encoder.include_prompt),
+            "dense": [layer.config() for layer in encoder.dense],
             "normalize": bool(encoder.normalize),
             "dim": int(encoder.dim),
             "pad_token_id": int(encoder.tokenizer.pad_token_id or 0),
@@ -323,6 +321,11 @@ print(np.round(vectors @ vectors.T, 3))
 """
 
 
+def _dense_text(layer: dict) -> str:
+    activation = layer["activation_function"].rsplit(".", 1)[-1]
+    return f", Dense {layer['in_features']} -> {layer['out_features']} ({activation})"
+
+
 def readme_text(meta: dict) -> str:
     """README.md of an export: what the graph computes and a snippet needing onnxruntime + tokenizers only."""
     prefix = (
@@ -335,6 +338,7 @@ def readme_text(meta: dict) -> str:
         f"# {meta['source']} as ONNX ({kind})\n\n"
         f"`{meta['model_file']}` takes `input_ids` and `attention_mask` (int64, batch x tokens) and returns "
         f"`{meta['output']}` (float32, batch x {meta['dim']}): {meta['pooling']} pooling"
+        f"{''.join(_dense_text(layer) for layer in meta.get('dense', []))}"
         f"{', L2-normalised' if meta['normalize'] else ''}. {prefix}"
         f"Inputs are cut at {meta['max_length']} tokens.\n\n"
         "Run it with onnxruntime and tokenizers alone (`pip install onnxruntime tokenizers numpy`), "

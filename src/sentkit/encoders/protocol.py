@@ -25,6 +25,46 @@ class Encoder(Protocol):
         ...
 
 
+def checked_encode(
+    encoder: Encoder, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
+) -> np.ndarray:
+    """`encoder.encode`, checked where vectors leave for a file or a task: one finite float32 row per
+    sentence. NaN or Infinity (NaN weights, an overflow) raises NonFiniteVectors naming the model."""
+    from sentkit.errors import NonFiniteVectors
+
+    vectors = np.asarray(
+        encoder.encode(sentences, batch_size=batch_size, show_progress=show_progress), dtype=np.float32
+    )
+    if not len(sentences):
+        return vectors
+    if vectors.ndim != 2 or vectors.shape[0] != len(sentences):
+        raise RuntimeError(f"encoder returned shape {vectors.shape} for {len(sentences)} sentences")
+    bad_rows = int((~np.isfinite(vectors)).any(axis=1).sum())
+    if bad_rows:
+        raise NonFiniteVectors(
+            f"model {encoder.name!r} produced non-finite vectors (NaN or Infinity) for {bad_rows} of "
+            f"{len(sentences)} sentences; are its weights NaN?"
+        )
+    return vectors
+
+
+def lowercase_inputs(tokenizer) -> None:
+    """Lowercase every input first (a model's `do_lower_case: true`), as sentence-transformers 6 does: a
+    Lowercase step put before the fast tokenizer's normaliser, unless it has one.
+
+    transformers 5 rebuilds a BERT tokenizer's normaliser from its own settings when it is loaded again, so
+    the step is redone at each load from the model's files, not kept in the saved tokenizer.
+    """
+    from tokenizers.normalizers import Lowercase
+    from tokenizers.normalizers import Sequence as NormalizerSequence
+
+    backend = tokenizer.backend_tokenizer
+    current = backend.normalizer
+    steps = list(current) if isinstance(current, NormalizerSequence) else [current] if current else []
+    if not any(isinstance(step, Lowercase) for step in steps):
+        backend.normalizer = NormalizerSequence([Lowercase(), *steps])
+
+
 def check_batch_size(batch_size: int) -> int:
     """`batch_size` as an int, or a ValueError: zero or negative sizes would return uninitialised rows."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) or batch_size <= 0:

@@ -1,4 +1,5 @@
-"""Hugging Face transformer encoder with cls / cls_mlp / mean pooling; saves in sentence-transformers layout."""
+"""Hugging Face transformer encoder plus the sentence-transformers modules after it (pooling, Dense layers,
+normalisation); loads and saves the sentence-transformers layout (st_layout.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,30 @@ from torch import nn
 
 from sentkit.atomic import atomic_directory
 from sentkit.encoders.attention import short_batch_attention
-from sentkit.encoders.protocol import check_batch_size, length_sorted_batches, padded_batch
+from sentkit.encoders.protocol import (
+    check_batch_size,
+    length_sorted_batches,
+    lowercase_inputs,
+    padded_batch,
+)
+from sentkit.encoders.st_layout import ModelFiles, NotInCache, read_layout, write_layout
+from sentkit.encoders.st_modules import POOLING_MODES, Dense, pool, prompt_token_count
+from sentkit.errors import DataFormatError, UnsupportedModel
 
-POOLINGS = ("cls", "cls_mlp", "mean")
+POOLINGS = ("cls", "cls_mlp", *POOLING_MODES[1:])
 LANGUAGES_FILE = "sentkit_languages.json"  # the training languages an encoder declares, saved beside it
+PLAIN_MAX_LENGTH = 128  # a plain transformers model (no sentence-transformers files) cuts inputs here
 
 
 class TransformerEncoder(nn.Module):
-    """A `transformers` model plus pooling.
+    """A `transformers` model, pooling (sentence-transformers' modes), optional Dense layers, normalisation.
 
-    `cls_mlp` adds SimCSE's dense+tanh head over [CLS] that is used in training only:
-    `encode` (and the saved model) use plain [CLS], as SimCSE and EASE evaluate.
-    `languages` are the training languages (ISO 639-1) when known, else None; `truncated_texts` holds
-    every input `encode` cut at `max_length` tokens (`truncated` counts them per call, summed).
+    `cls_mlp` is [CLS] pooling plus SimCSE's dense+tanh head, used in training only: `encode` (and the saved
+    model) leave it out, as SimCSE and EASE evaluate. `dense` (the model's own Dense layers) always apply.
+    `include_prompt=False` leaves the prefix's tokens out of the pooling; `lowercase` lowercases inputs
+    (`do_lower_case`). `languages` are the training languages (ISO 639-1) when known, else None;
+    `truncated_texts` holds every input `encode` cut at `max_length` tokens (`truncated` counts them per
+    call, summed).
     """
 
     def __init__(
@@ -38,6 +50,9 @@ class TransformerEncoder(nn.Module):
         normalize: bool = False,
         name: str = "transformer",
         languages: Sequence[str] | None = None,
+        dense: Sequence[Dense] = (),
+        include_prompt: bool = True,
+        lowercase: bool = False,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
@@ -50,18 +65,35 @@ class TransformerEncoder(nn.Module):
         self.normalize = normalize
         self.name = name
         self.languages = tuple(languages) if languages is not None else None
+        self.include_prompt = include_prompt
+        self.lowercase = lowercase
+        if lowercase:
+            lowercase_inputs(tokenizer)
         self.truncated = 0
         self.truncated_texts: set[str] = set()
-        hidden = model.config.hidden_size
-        self.mlp = nn.Sequential(nn.Linear(hidden, hidden), nn.Tanh()) if pooling == "cls_mlp" else None
+        width = int(model.config.hidden_size)
+        for layer in dense:
+            if layer.in_features != width:
+                raise ValueError(f"Dense layer takes {layer.in_features}-d vectors, gets {width}-d")
+            width = layer.out_features
+        self.dense = nn.ModuleList(dense)
+        # SimCSE's head sits on top of what `encode` returns (after any Dense), so dropping it at test time
+        # leaves every kept layer seeing the inputs it was trained on
+        self.mlp = nn.Sequential(nn.Linear(width, width), nn.Tanh()) if pooling == "cls_mlp" else None
+        self._prompt_tokens: tuple[str, int] = ("", 0)
 
     @property
     def dim(self) -> int:
-        return int(self.model.config.hidden_size)
+        return self.dense[-1].out_features if len(self.dense) else int(self.model.config.hidden_size)
 
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    @property
+    def pooling_mode(self) -> str:
+        """The sentence-transformers pooling mode (`cls_mlp` pools [CLS])."""
+        return "cls" if self.pooling == "cls_mlp" else self.pooling
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
@@ -74,31 +106,56 @@ class TransformerEncoder(nn.Module):
         name: str | None = None,
         languages: Sequence[str] | None = None,
     ) -> TransformerEncoder:
-        """Load a local directory (Hugging Face or sentence-transformers layout) or a hub name.
+        """Load a local directory or a hub name, with exactly its sentence-transformers modules when it has
+        a modules.json (else as a plain transformers model: [CLS] pooling, 128 tokens).
 
-        `languages` (training languages) defaults to what a sentkit-saved directory declares, else None.
+        A module sentkit cannot reproduce raises UnsupportedModel. `pooling`, `max_length` and `prefix`
+        override the model's own; `languages` (training languages) defaults to what a sentkit-saved
+        directory declares, else None.
         """
         from transformers import AutoModel, AutoTokenizer
 
-        st = _read_sentence_transformers_layout(Path(path_or_name))
+        files = ModelFiles(path_or_name)
+        layout = read_layout(files)
+        source, sub = files.source, (layout.transformer_path if layout else "")
         with _quiet_transformers():  # the dropped pooler is expected, not worth a load report per model
-            model = (
-                AutoModel.from_pretrained(str(path_or_name), add_pooling_layer=False)
-                if _is_bert_like(path_or_name)
-                else AutoModel.from_pretrained(str(path_or_name))
+            extra = {"add_pooling_layer": False} if _is_bert_like(source, sub) else {}
+            model = AutoModel.from_pretrained(source, subfolder=sub, **extra)
+        tokenizer = AutoTokenizer.from_pretrained(source, subfolder=sub)
+        if layout is None:
+            return cls(
+                model,
+                tokenizer,
+                pooling=pooling or "cls",
+                max_length=max_length or PLAIN_MAX_LENGTH,
+                prefix=prefix,
+                name=name or Path(source).name,
+                languages=languages,
             )
-        tokenizer = AutoTokenizer.from_pretrained(str(path_or_name))
-        enc = cls(
+        if layout.do_lower_case and not getattr(tokenizer, "is_fast", False):
+            raise UnsupportedModel(f"{files.source}: do_lower_case needs a fast tokenizer")
+        hidden = int(model.config.hidden_size)
+        if layout.dense and layout.dense[0].in_features != hidden:
+            raise DataFormatError(
+                files.where(layout.dense_configs[0]),
+                None,
+                f"in_features {hidden} (the model's pooled vectors), got {layout.dense[0].in_features}",
+            )
+        if languages is None:
+            languages = _declared_languages(files)
+        return cls(
             model,
             tokenizer,
-            pooling=pooling or st.get("pooling", "cls"),
-            max_length=max_length or st.get("max_length", 128),
-            prefix=prefix or st.get("prefix", ""),
-            normalize=st.get("normalize", False),
-            name=name or Path(str(path_or_name)).name,
-            languages=languages if languages is not None else st.get("languages"),
+            pooling=pooling or layout.pooling,
+            max_length=max_length or layout.max_length or _model_limit(tokenizer, model.config),
+            prefix=prefix or layout.prefix,
+            normalize=layout.normalize,
+            name=name or Path(source).name,
+            languages=languages,
+            dense=layout.dense,
+            include_prompt=layout.include_prompt,
+            lowercase=layout.do_lower_case,
         )
-        return enc
 
     # ---- forward / encode -----------------------------------------------------------------
     def tokenize(self, sentences: Sequence[str]) -> dict[str, torch.Tensor]:
@@ -108,19 +165,30 @@ class TransformerEncoder(nn.Module):
         )
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Pooled sentence vectors (batch, hidden); the MLP head applies only in training mode."""
+        """Sentence vectors (batch, dim) through every module; the MLP head applies only in training mode."""
         inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         hidden = self.model(**inputs).last_hidden_state  # (batch, seq, hidden)
-        if self.pooling == "mean":
-            mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)  # (batch, seq, 1)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (batch, hidden)
-        else:
-            pooled = hidden[:, 0]  # (batch, hidden)
-            if self.mlp is not None and self.training:
-                pooled = self.mlp(pooled)
+        return self.sentence_vectors(hidden, inputs["attention_mask"])
+
+    def sentence_vectors(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Token states (batch, seq, hidden) -> sentence vectors (batch, dim): pooling, Dense layers, the
+        training-only MLP, normalisation. The exported ONNX graph runs this same code."""
+        vectors = pool(hidden, attention_mask, self.pooling_mode, self.prompt_tokens())  # (batch, hidden)
+        for layer in self.dense:
+            vectors = layer(vectors)  # (batch, out_features)
+        if self.mlp is not None and self.training:
+            vectors = self.mlp(vectors)
         if self.normalize:
-            pooled = nn.functional.normalize(pooled, dim=-1)
-        return pooled
+            vectors = nn.functional.normalize(vectors, dim=-1)
+        return vectors
+
+    def prompt_tokens(self) -> int:
+        """How many leading tokens the pooling skips: the prefix's, when the model excludes its prompt."""
+        if self.include_prompt or not self.prefix:
+            return 0
+        if self._prompt_tokens[0] != self.prefix:  # the prefix may be changed after loading
+            self._prompt_tokens = (self.prefix, prompt_token_count(self.tokenizer, self.prefix))
+        return self._prompt_tokens[1]
 
     @torch.inference_mode()
     def encode(
@@ -159,68 +227,54 @@ class TransformerEncoder(nn.Module):
 
     # ---- saving ---------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write a directory that both sentkit and sentence-transformers load, atomically."""
+        """Write a directory that sentkit and sentence-transformers both load as this encoder encodes, atomically
+        (the training-only MLP head is left out)."""
         path = Path(path)
         with atomic_directory(path) as tmp:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            write_sentence_transformers_layout(
-                tmp, self.dim, self.pooling, self.max_length, self.prefix, self.normalize
+            write_layout(
+                tmp,
+                int(self.model.config.hidden_size),
+                self.pooling_mode,
+                list(self.dense),
+                self.normalize,
+                self.max_length,
+                self.prefix,
+                self.include_prompt,
+                self.lowercase,
             )
             if self.languages is not None:
                 (tmp / LANGUAGES_FILE).write_text(json.dumps({"languages": list(self.languages)}))
         return path
 
 
-def _is_bert_like(path_or_name: str | Path) -> bool:
+def _is_bert_like(source: str, subfolder: str = "") -> bool:
     from transformers import AutoConfig
 
-    cfg = AutoConfig.from_pretrained(str(path_or_name))
+    cfg = AutoConfig.from_pretrained(source, subfolder=subfolder)
     return cfg.model_type in ("bert", "roberta", "xlm-roberta")
 
 
-def write_sentence_transformers_layout(
-    folder: Path, dim: int, pooling: str, max_length: int, prefix: str, normalize: bool
-) -> None:
-    """modules.json + 1_Pooling (+ 2_Normalize): the files sentence-transformers reads to rebuild us."""
-    modules = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]
-    if normalize:
-        modules.append(
-            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
-        )
-        (folder / "2_Normalize").mkdir(exist_ok=True)
-    (folder / "modules.json").write_text(json.dumps(modules, indent=2))
-    (folder / "1_Pooling").mkdir(exist_ok=True)
-    mode = "mean" if pooling == "mean" else "cls"
-    (folder / "1_Pooling" / "config.json").write_text(
-        json.dumps(
-            {
-                "word_embedding_dimension": dim,
-                "pooling_mode_cls_token": mode == "cls",
-                "pooling_mode_mean_tokens": mode == "mean",
-                "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False,
-            },
-            indent=2,
-        )
-    )
-    (folder / "sentence_bert_config.json").write_text(
-        json.dumps({"max_seq_length": max_length, "do_lower_case": False}, indent=2)
-    )
-    prompts = {"query": prefix} if prefix else {}
-    (folder / "config_sentence_transformers.json").write_text(
-        json.dumps(
-            {
-                "prompts": prompts,
-                "default_prompt_name": "query" if prefix else None,
-                "similarity_fn_name": "cosine",
-            },
-            indent=2,
-        )
-    )
+def _model_limit(tokenizer, config) -> int:
+    """sentence-transformers' input limit when the model sets none: the tokenizer's, capped at the model's
+    position embeddings."""
+    limits = [int(tokenizer.model_max_length)] if tokenizer.model_max_length < 10**9 else []
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and positions > 0:
+        limits.append(positions)
+    return min(limits) if limits else PLAIN_MAX_LENGTH
+
+
+def _declared_languages(files: ModelFiles) -> tuple[str, ...] | None:
+    """The training languages a sentkit-saved model declares (sentkit_languages.json), else None."""
+    try:
+        path = files.find(LANGUAGES_FILE)
+    except NotInCache:
+        return None
+    if path is None:
+        return None
+    return tuple(json.loads(path.read_text())["languages"])
 
 
 @contextlib.contextmanager
@@ -238,31 +292,3 @@ def _quiet_transformers():
         hf_logging.set_verbosity(level)
         if bars:
             hf_logging.enable_progress_bar()
-
-
-def _read_sentence_transformers_layout(folder: Path) -> dict:
-    """Pooling, max length, prompt and normalisation from a sentence-transformers directory, if it is one."""
-    info: dict = {}
-    if not (folder / "modules.json").is_file():
-        return info
-    modules = json.loads((folder / "modules.json").read_text())
-    for mod in modules:
-        kind = mod.get("type", "")
-        if kind.endswith("Pooling"):
-            cfg = json.loads((folder / mod["path"] / "config.json").read_text())
-            info["pooling"] = "mean" if cfg.get("pooling_mode_mean_tokens") else "cls"
-        elif kind.endswith("Normalize"):
-            info["normalize"] = True
-    sbert = folder / "sentence_bert_config.json"
-    if sbert.is_file():
-        info["max_length"] = int(json.loads(sbert.read_text()).get("max_seq_length", 128))
-    declared = folder / LANGUAGES_FILE
-    if declared.is_file():
-        info["languages"] = tuple(json.loads(declared.read_text())["languages"])
-    cst = folder / "config_sentence_transformers.json"
-    if cst.is_file():
-        cfg = json.loads(cst.read_text())
-        name = cfg.get("default_prompt_name")
-        if name and name in (cfg.get("prompts") or {}):
-            info["prefix"] = cfg["prompts"][name]
-    return info

@@ -73,6 +73,9 @@ def trainable_encoder(model: str, pooling: str = "auto"):
         prefix=encoder.prefix,
         normalize=encoder.normalize,
         name=encoder.name,
+        dense=list(encoder.dense),  # the model's own Dense layers train with it and are saved back
+        include_prompt=encoder.include_prompt,
+        lowercase=encoder.lowercase,
     )
 
 
