@@ -19,10 +19,18 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def add_run_args(parser, *, out: str) -> None:
-    """The flags every example shares: evaluation batch, seed, threads, data root, output folder, smoke."""
+def add_run_args(parser, *, out: str, seeds: bool = False) -> None:
+    """The flags every example shares: evaluation batch, seed, threads, data root, output folder, smoke.
+
+    With `seeds`, `--seeds 42,43,44` (several training seeds, resumable: examples/seeds.py) replaces `--seed`.
+    """
     parser.add_argument("--eval-batch-size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=42)
+    if seeds:
+        from seeds import add_seeds_arg
+
+        add_seeds_arg(parser)
+    else:
+        parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--out", type=Path, default=Path(out))

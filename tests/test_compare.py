@@ -10,7 +10,7 @@ import pytest
 
 from ngram_encoder import NgramEncoder
 from sentkit.cli import main
-from sentkit.compare import ItemsDiffer, compare_runs, comparison_text
+from sentkit.compare import ItemsDiffer, compare_pooled, compare_runs, comparison_text
 from sentkit.evaluate import evaluate
 
 WORDS = "red blue green cat dog bird runs eats sleeps under over near house tree river fast slow big".split()
@@ -131,3 +131,49 @@ def test_tasks_option_and_its_errors(files, capsys):
     result = compare_runs(files["a"], files["b"], tasks=[files["sts"]])
     assert list(result["tasks"]) == [files["sts"]]
     assert "not scored in both" in _refusal(capsys, files["a"], files["b"], "--tasks", "stsb")
+
+
+def test_pooled_over_one_pair_is_the_paired_comparison(files):
+    paired = compare_runs(files["a"], files["b"], resamples=300)
+    pooled = compare_pooled([(files["a"], files["b"])], resamples=300)
+    assert list(pooled["tasks"]) == list(paired["tasks"]) and not pooled["not_compared"]
+    for task, entry in pooled["tasks"].items():
+        for key, diff in entry["scores"].items():
+            assert diff.pop("deltas") == [paired["tasks"][task]["scores"][key]["delta"]]
+            assert diff == paired["tasks"][task]["scores"][key], (task, key)
+
+
+def test_pooled_over_two_pairs_is_the_mean_difference(files):
+    """(a, b) and (a, a_again): deltas d and 0, so the pooled difference is d / 2, with half the interval."""
+    one = compare_runs(files["a"], files["b"], tasks=[files["sts"]])["tasks"][files["sts"]]["scores"]
+    two = compare_pooled([(files["a"], files["b"]), (files["a"], files["a_again"])], tasks=[files["sts"]])
+    main, alone = two["tasks"][files["sts"]]["scores"]["main_score"], one["main_score"]
+    assert main["deltas"] == [alone["delta"], 0.0]
+    assert main["delta"] == pytest.approx(alone["delta"] / 2)
+    assert main["ci"] == pytest.approx([alone["ci"][0] / 2, alone["ci"][1] / 2])
+    assert main["p_value"] == alone["p_value"]  # halving every difference keeps which ones are extreme
+    assert [p["b"]["model"] for p in two["pairs"]] == ["tri512", "tri32"]
+
+
+def test_pooled_refuses_pairs_on_other_items(files, tmp_path):
+    with pytest.raises(ValueError, match="not scored in every file"):
+        compare_pooled([(files["a"], files["b"]), (files["a"], files["a"])], tasks=["stsb"])
+    path = _sts_file(tmp_path / "pairs.tsv")
+    spec = f"sts:{path}"
+
+    def pair(folder: str) -> tuple[str, str]:
+        return tuple(
+            evaluate(NgramEncoder(dim=dim), [spec], out=tmp_path / folder / str(dim), show_progress=False)[
+                "path"
+            ]
+            for dim in (32, 64)
+        )
+
+    first = pair("first")
+    lines = path.read_text().splitlines()
+    lines[5] = lines[5].rsplit("\t", 1)[0] + "\t2.5"  # one gold score edited: other items
+    path.write_text("\n".join(lines) + "\n")
+    second = pair("second")  # consistent within the pair, not with the first pair
+    assert compare_pooled([second])["tasks"][spec]["scores"]["main_score"]["deltas"]
+    with pytest.raises(ItemsDiffer, match="no pooled comparison exists"):
+        compare_pooled([first, second])

@@ -54,6 +54,16 @@ def test_evaluate_scores_times_and_writes(tmp_path, stub_task):
     assert "same 100.00" in results_table(res)
 
 
+def test_prepared_tasks_may_carry_unregistered_names(tmp_path):
+    """An example's own sample of a set, under its own name, runs without a registry entry; an unknown name
+    that nobody prepared is still refused with the registry's hint."""
+    task = _FirstLetterTask(name="first-letter-sample", languages=("en",))
+    res = evaluate(_OneHotEncoder(), ["first-letter-sample"], prepared={task.name: task}, show_progress=False)
+    assert res["tasks"]["first-letter-sample"]["main_score"] == pytest.approx(100.0)
+    with pytest.raises(KeyError, match="unknown task"):
+        evaluate(_OneHotEncoder(), ["first-letter-sample"], show_progress=False)
+
+
 def test_report_side_by_side(tmp_path, stub_task):
     a = evaluate(_OneHotEncoder(), [stub_task], out=tmp_path / "a", show_progress=False)
     b = dict(a, model="other")

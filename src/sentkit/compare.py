@@ -64,6 +64,102 @@ def compare_runs(
         shared = [t for t in shared if t in tasks]
     if not shared:
         raise InvalidArgument(f"{a_path} and {b_path} share no scored task")
+    compared, missing = _paired_items(a, b, a_path, b_path, shared)
+    compared = {
+        task: {"unit": ta.unit, "scores": bootstrap.paired_difference(ta, tb, resamples, seed, level)}
+        for task, (ta, tb) in compared.items()
+    }
+    return {
+        "a": {"path": str(a_path), "model": a["model"]},
+        "b": {"path": str(b_path), "model": b["model"]},
+        "bootstrap": {
+            "method": "paired percentile",
+            "level": level,
+            "resamples": resamples,
+            "seed": seed,
+            "p_value": "two-sided; share of replicate differences at least as far from the observed one as it is from 0",
+        },
+        "tasks": compared,
+        "not_compared": missing,
+    }
+
+
+def compare_pooled(
+    pairs: Sequence[tuple[str | Path, str | Path]],
+    tasks: Sequence[str] | None = None,
+    resamples: int = bootstrap.RESAMPLES,
+    seed: int = bootstrap.SEED,
+    level: float = bootstrap.LEVEL,
+) -> dict:
+    """Several (A, B) results-file pairs on the same items, e.g. a baseline and a method trained with the
+    same seed, one pair per seed: per task every file scored, the mean over pairs of B - A with a paired
+    bootstrap interval and p-value (`bootstrap.pooled_difference`; one pair gives `compare_runs`' numbers).
+    Every file must hold the same items for a task, else ItemsDiffer, as in `compare_runs`."""
+    from sentkit.report import load_results
+
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
+    if not pairs:
+        raise InvalidArgument("compare_pooled needs at least one (A, B) pair of results files")
+    paths = [path for pair in pairs for path in pair]
+    runs = load_results(paths)
+    shared = [t for t in runs[0]["tasks"] if all(t in run["tasks"] for run in runs)]
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in shared]
+        if unknown:
+            raise InvalidArgument(f"task(s) {', '.join(unknown)} not scored in every file of the pairs")
+        shared = [t for t in shared if t in tasks]
+    if not shared:
+        raise InvalidArgument("the results files share no scored task")
+    per_pair, missing = [], {}
+    for i in range(len(pairs)):
+        items, gaps = _paired_items(runs[2 * i], runs[2 * i + 1], paths[2 * i], paths[2 * i + 1], shared)
+        per_pair.append(items)
+        missing.update({task: why for task, why in gaps.items() if task not in missing})
+    compared = {}
+    for task in shared:
+        if task in missing:
+            continue
+        items = [pair[task] for pair in per_pair]
+        first = items[0][0]
+        for i, (ta, _) in enumerate(items[1:], start=1):  # each B was checked against its A
+            if ta.data_sha256() != first.data_sha256():
+                raise ItemsDiffer(
+                    paths[2 * i],
+                    None,
+                    f"task {task} was not scored on the same items as in {paths[0]} "
+                    f"({_difference(first, ta)}); no pooled comparison exists",
+                )
+        compared[task] = {
+            "unit": first.unit,
+            "scores": bootstrap.pooled_difference(items, resamples, seed, level),
+        }
+    return {
+        "pairs": [
+            {
+                "a": {"path": str(a), "model": runs[2 * i]["model"]},
+                "b": {"path": str(b), "model": runs[2 * i + 1]["model"]},
+            }
+            for i, (a, b) in enumerate(pairs)
+        ],
+        "bootstrap": {
+            "method": "paired percentile, pooled over pairs",
+            "level": level,
+            "resamples": resamples,
+            "seed": seed,
+            "pooling": "the mean over pairs of B - A; every run resampled on the same item draws",
+            "p_value": "two-sided; share of replicate differences at least as far from the observed one as it is from 0",
+        },
+        "tasks": compared,
+        "not_compared": missing,
+    }
+
+
+def _paired_items(
+    a: dict, b: dict, a_path: str | Path, b_path: str | Path, shared: Sequence[str]
+) -> tuple[dict[str, tuple[TaskItems, TaskItems]], dict[str, str]]:
+    """Task -> (A's items, B's items) for each shared task both hold per-item values of, checked to be the
+    same items (else ItemsDiffer); and task -> why it is not compared, for the others."""
     items_a, items_b = _run_items(a, shared), _run_items(b, shared)
     compared, missing = {}, {}
     for task in shared:
@@ -81,23 +177,8 @@ def compare_runs(
                 f"task {task} was not scored on the same items as in {a_path} ({_difference(ta, tb)}); "
                 "no paired comparison exists (leave the task out with --tasks)",
             )
-        compared[task] = {
-            "unit": ta.unit,
-            "scores": bootstrap.paired_difference(ta, tb, resamples, seed, level),
-        }
-    return {
-        "a": {"path": str(a_path), "model": a["model"]},
-        "b": {"path": str(b_path), "model": b["model"]},
-        "bootstrap": {
-            "method": "paired percentile",
-            "level": level,
-            "resamples": resamples,
-            "seed": seed,
-            "p_value": "two-sided; share of replicate differences at least as far from the observed one as it is from 0",
-        },
-        "tasks": compared,
-        "not_compared": missing,
-    }
+        compared[task] = (ta, tb)
+    return compared, missing
 
 
 def _difference(a: TaskItems, b: TaskItems) -> str:

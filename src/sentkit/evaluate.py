@@ -114,7 +114,8 @@ def evaluate(
     `task_options` are settings only some tasks take, given to those (`{"kmeans": "faiss"}`: the
     clustering tasks; see tasks.get_task); they are recorded in the results' config.
     Every file-backed task (`sts:pairs.tsv`) is read before the first task runs, so a malformed file
-    raises DataFormatError at once; `prepared` passes tasks already built by `read_user_tasks`.
+    raises DataFormatError at once; `prepared` passes tasks already built (by `read_user_tasks`, or a
+    caller's own variant of a set under its own, unregistered name).
     Each score gets a 95% percentile bootstrap interval over the task's items (`resamples` draws, seed
     `bootstrap.SEED`); the per-item values behind it go inline or, when large, to `<stem>.items.npz`.
     Each finished task is written at once (`"complete": false` until the last); a task that raises is
@@ -123,14 +124,14 @@ def evaluate(
     batch_size = check_positive_int("batch_size", batch_size)
     resamples = check_positive_int("resamples", resamples)
     seed = check_seed(seed)
-    names = resolve_tasks(tasks)
+    ready = dict(prepared or {})
+    names = _task_names(tasks, ready)
     if not names:
         raise InvalidArgument(f"no tasks to run in {tasks!r}; `sentkit tasks` lists them")
     if data_root is not None and not Path(data_root).is_dir():
         raise InvalidArgument(f"data_root {data_root}: no such folder")
     if out is not None:
         check_writable_dir(out)  # before any task runs, not after the first one finishes
-    ready = dict(prepared or {})
     ready.update(read_user_tasks([n for n in names if n not in ready], langs, batch_size))
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -204,6 +205,16 @@ def evaluate(
     results["complete"] = True
     save()
     return results
+
+
+def _task_names(tasks: str | Sequence[str], ready: Mapping[str, Task]) -> list[str]:
+    """`resolve_tasks`, except that a name `ready` holds is a task the caller built and is taken as is."""
+    items = tasks.split(",") if isinstance(tasks, str) else list(tasks)
+    names: list[str] = []
+    for item in (i.strip() for i in items if i.strip()):
+        expanded = [item] if item in ready else resolve_tasks([item])
+        names.extend(name for name in expanded if name not in names)  # an expansion holds no repeats
+    return names
 
 
 def _run_task(

@@ -13,6 +13,7 @@ from sentkit.stats.bootstrap import (
     confidence_intervals,
     paired_difference,
     point_scores,
+    pooled_difference,
     replicate_scores,
     resample_indices,
 )
@@ -206,3 +207,32 @@ def test_runs_on_different_layouts_are_refused():
     b = _items("percent", hit=np.ones(11, dtype=bool))
     with pytest.raises(ValueError, match="differ"):
         paired_difference(a, b)
+
+
+def test_pooled_difference_of_one_pair_is_the_paired_difference():
+    rng = np.random.default_rng(1)
+    gold = rng.uniform(0, 5, 80)
+    a = _items("spearman", pred=gold + rng.normal(scale=2.0, size=80), gold=gold)
+    b = _items("spearman", pred=gold + rng.normal(scale=1.0, size=80), gold=gold)
+    pooled, paired = pooled_difference([(a, b)], resamples=300), paired_difference(a, b, resamples=300)
+    for key in ("x", "main_score"):
+        assert pooled[key].pop("deltas") == [paired[key]["delta"]]
+        assert pooled[key] == paired[key]
+
+
+def test_pooled_difference_is_the_mean_of_the_pairs_on_shared_draws():
+    """Seeds whose differences are +10 and 0 points on 400 items (40 and 0 misses turned into hits): the
+    pooled difference is +5, and each replicate is the mean of the two pairs' replicate differences."""
+    hits = np.arange(400) % 10 < 7
+    more = hits.copy()
+    more[np.flatnonzero(~hits)[:40]] = True
+    a, b = _items("percent", hit=hits), _items("percent", hit=more)
+    pooled = pooled_difference([(a, b), (a, copy.deepcopy(a))], resamples=500)["main_score"]
+    assert pooled["deltas"] == pytest.approx([10.0, 0.0]) and pooled["delta"] == pytest.approx(5.0)
+    assert pooled["a"] == pytest.approx(70.0) and pooled["b"] == pytest.approx(75.0)
+    reps_a, reps_b = replicate_scores([a, b], 500)
+    half = (reps_b["main_score"] - reps_a["main_score"]) / 2  # the second pair adds 0 to every replicate
+    np.testing.assert_allclose(pooled["ci"], np.percentile(half, [2.5, 97.5]), rtol=1e-12)
+    assert pooled["p_value"] == pytest.approx(1 / 501)
+    with pytest.raises(ValueError, match="at least one"):
+        pooled_difference([])

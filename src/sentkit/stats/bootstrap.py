@@ -181,18 +181,50 @@ def paired_difference(
     """
     point_a, point_b = point_scores(a), point_scores(b)
     reps_a, reps_b = replicate_scores([a, b], resamples, seed)
+    return {
+        key: _difference(
+            point_a[key], point_b[key], point_b[key] - point_a[key], reps_b[key] - reps_a[key], level
+        )
+        for key in reps_a
+    }
+
+
+def pooled_difference(
+    pairs: Sequence[tuple[TaskItems, TaskItems]],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> dict[str, dict]:
+    """Score key -> the mean over (A, B) pairs of B - A, e.g. one pair per training seed, all on the same
+    items: every run is scored on the same resamples, and each resample's statistic is the mean of its
+    pairs' differences. The interval and p-value are formed as in `paired_difference`, which one pair
+    reproduces exactly; `deltas` lists each pair's own B - A. The interval covers the choice of test items
+    for these runs, not the spread over further seeds (read that from `deltas`)."""
+    if not pairs:
+        raise ValueError("pooled_difference needs at least one (A, B) pair")
+    runs = [run for pair in pairs for run in pair]
+    points = [point_scores(run) for run in runs]
+    reps = replicate_scores(runs, resamples, seed)
     out = {}
-    for key in reps_a:
-        delta = point_b[key] - point_a[key]
-        diffs = reps_b[key] - reps_a[key]
-        diffs = diffs[np.isfinite(diffs)]
-        extreme = int(np.sum(np.abs(diffs - delta) >= abs(delta)))
-        out[key] = {
-            "a": point_a[key],
-            "b": point_b[key],
-            "delta": delta,
-            "ci": percentile_interval(diffs, level),
-            "p_value": (1 + extreme) / (1 + len(diffs)),
-            "resamples": len(diffs),
-        }
+    for key in reps[0]:
+        deltas = [points[2 * i + 1][key] - points[2 * i][key] for i in range(len(pairs))]
+        diffs = np.mean([reps[2 * i + 1][key] - reps[2 * i][key] for i in range(len(pairs))], axis=0)  # (R,)
+        mean_a = float(np.mean([points[2 * i][key] for i in range(len(pairs))]))
+        mean_b = float(np.mean([points[2 * i + 1][key] for i in range(len(pairs))]))
+        out[key] = _difference(mean_a, mean_b, float(np.mean(deltas)), diffs, level)
+        out[key]["deltas"] = deltas
     return out
+
+
+def _difference(a: float, b: float, delta: float, diffs: np.ndarray, level: float) -> dict:
+    """A difference's record: the point values, its percentile interval and two-sided p-value."""
+    diffs = diffs[np.isfinite(diffs)]
+    extreme = int(np.sum(np.abs(diffs - delta) >= abs(delta)))
+    return {
+        "a": a,
+        "b": b,
+        "delta": delta,
+        "ci": percentile_interval(diffs, level),
+        "p_value": (1 + extreme) / (1 + len(diffs)),
+        "resamples": len(diffs),
+    }
