@@ -11,7 +11,8 @@ cells it prints). Then:
 - `runs.score(row, seed, model, tasks)` evaluates the model with `sentkit.evaluate.evaluate` into
   `<out>/evals/<seed>/<row>/` (the full results JSON: scores, 95% bootstrap CIs and the per-item values a
   paired comparison needs), records the row and rewrites results.json atomically;
-- `runs.finish()` adds the summary to results.json, writes `<out>/table.md` and prints it.
+- `runs.finish()` adds the summary of every seed the file holds to results.json, writes `<out>/table.md`
+  and prints it.
 
 Summary, per row and task: the mean, sample standard deviation and min..max of the main score over the
 seeds, and each seed's score with its 95% CI. Per claim and task: B - A (method minus baseline) for each
@@ -219,7 +220,11 @@ class SeedRuns:
         }
         self.data["scored"].setdefault(key, {})[row] = entry
         self.save()
-        cells = ", ".join(f"{name} {s['main_score']:.2f}" for name, s in entry["scores"].items())
+        cells = ", ".join(
+            f"{name} {s['main_score']:.2f}"
+            + (f" (chance {s['chance_mean']:.2f})" if "chance_mean" in s else "")
+            for name, s in entry["scores"].items()
+        )
         print(f"  {self.rows[row].label} (seed {key}): {cells} ({entry['eval_s']} s)", flush=True)
         return entry
 
@@ -229,13 +234,13 @@ class SeedRuns:
         atomic_write_json(self.path, self.data)
 
     # ---- summary -------------------------------------------------------------------------------------
-    def finish(self, seeds: Sequence[int], more: Callable[[dict], str] | None = None) -> dict:
-        """Summarise the recorded `seeds`, write results.json and table.md (plus `more(results)`, an
-        example's own tables), print the table."""
+    def finish(self, more: Callable[[dict], str] | None = None) -> dict:
+        """Summarise every seed the file holds (this session's and earlier ones'), write results.json and
+        table.md (plus `more(results)`, an example's own tables), print the table."""
         from sentkit.atomic import atomic_write_text
         from sentkit.provenance import machine_info, package_versions
 
-        self.data["seeds"] = [s for s in seeds if str(s) in self.data["scored"]]
+        self.data["seeds"] = sorted(int(key) for key in self.data["scored"] if key != ONCE)
         self.data["summary"] = summarize(self.data, self.rows, self.claims, self.out, self.data["seeds"])
         self.data.update(versions=package_versions(), machine=machine_info())
         self.save()

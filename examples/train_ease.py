@@ -326,7 +326,7 @@ def main(argv=None) -> dict:
             "threads_env": os.environ.get("OMP_NUM_THREADS"),
         },
     )
-    return runs.finish(seeds)
+    return runs.finish()
 
 
 if __name__ == "__main__":

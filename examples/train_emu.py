@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.no_plot and first is not None and not (out / "tsne.png").is_file():
         models = {"base": args.model, plot_method: runs.entry(plot_method, first)["model"]}
         runs.note("tsne", {"file": str(_plot_tsne(models, args, out / "tsne.png")), "seed": first})
-    return runs.finish(seeds, more=partial(matrices_markdown, rows=runs.rows))
+    return runs.finish(more=partial(matrices_markdown, rows=runs.rows))
 
 
 def _tasks(args) -> list:

@@ -182,7 +182,7 @@ def run(args) -> dict:
                     f"{label}/{row}", seed, encoder_dir, tasks, data_root=args.data_root, train=trained
                 )
     runs.note("last_session", {"total_s": round(time.perf_counter() - t0, 1)})
-    return runs.finish(seeds, more=partial(details_markdown, rows=runs.rows))
+    return runs.finish(more=partial(details_markdown, rows=runs.rows))
 
 
 def details_markdown(data: dict, rows: dict) -> str:

@@ -80,7 +80,7 @@ def _score_all(runs, sts_spec: str, seeds_list) -> None:
 def test_summary_is_sentkit_compare_per_seed_and_pooled(seeds_module, sts_spec, tmp_path):
     runs = _open(seeds_module, tmp_path / "out")
     _score_all(runs, sts_spec, [1, 2])
-    data = runs.finish([1, 2])
+    data = runs.finish()
     out = tmp_path / "out"
     scored = data["scored"]
     assert set(scored) == {"once", "1", "2"} and set(scored["1"]) == {"base", "method"}
@@ -140,6 +140,10 @@ def test_a_second_run_scores_nothing_and_other_settings_are_refused(seeds_module
     again.score = lambda *a, **k: calls.append(a)  # a second run must not evaluate anything of seed 1
     _score_all(again, sts_spec, [1])
     assert calls == [] and json.loads((out / "results.json").read_text())["scored"] == before["scored"]
+
+    later = _open(seeds_module, out)  # a later session adds seed 2; the summary holds both
+    _score_all(later, sts_spec, [2])
+    assert later.finish()["seeds"] == [1, 2] and "Seeds: 1, 2." in (out / "table.md").read_text()
 
     (out / before["scored"]["1"]["base"]["results"]).unlink()  # a lost results file is scored again
     assert _open(seeds_module, out).pending([1], ["base", "method"]) == [1]
