@@ -19,6 +19,9 @@ seeds, and each seed's score with its 95% CI. Per claim and task: B - A (method 
 seed, which is `sentkit compare` on the two results files (`compare_runs`), and pooled over the seeds
 (`compare_pooled`): the mean over seeds of B - A, every run resampled on the same test items, so its
 interval covers the choice of test items for these seeds; the spread over seeds is in the per-seed values.
+Verdict: reproduced when the pooled interval excludes 0 on the side the paper reports and every seed's
+difference has that sign; the opposite direction when it excludes 0 on the other side (seeds agreeing);
+otherwise inconclusive.
 """
 
 from __future__ import annotations

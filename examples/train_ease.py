@@ -214,6 +214,8 @@ def train_one(args, name: str, seed: int, objective: str, data, options: str = "
     """Train one row at `seed` (a finished run in its folder is reused); the model folder and a summary."""
     import json
 
+    from sentkit.datasets.columns import ANCHOR, GROUP
+    from sentkit.stats.items import digest_rows
     from sentkit.training import TrainConfig, train
 
     config = TrainConfig(
@@ -240,6 +242,9 @@ def train_one(args, name: str, seed: int, objective: str, data, options: str = "
         "objective": objective,
         "objective_options": options,
         "rows": len(data),
+        "columns": data.column_names,
+        # the sentences and groups trained on: SimCSE's and EASE's must be equal
+        "sentences_sha256": digest_rows(*(data[c] for c in (ANCHOR, GROUP) if c in data.column_names)),
         "train_loss": (trained.get("train") or {}).get("train_loss"),
         "train_s": round(time.perf_counter() - clock, 1),
     }
@@ -249,7 +254,7 @@ def train_one(args, name: str, seed: int, objective: str, data, options: str = "
 def main(argv=None) -> dict:
     import torch
 
-    from datasets import Dataset
+    from sentkit.datasets.columns import ANCHOR, GROUP, LANG
     from sentkit.provenance import seed_everything
     from sentkit.training_data.ease.entity_pairs import read_entity_pairs
 
@@ -300,7 +305,9 @@ def main(argv=None) -> dict:
         runs.note("data", {**{k: manifest[k] for k in keys}, "build_s": build_s})
         runs.note("wikipedia2vec", w2v)
         data = read_entity_pairs(pairs)
-        sentences = Dataset.from_dict({"anchor": data["anchor"], "lang": data["lang"]})
+        # SimCSE's rows: EASE's sentences, order and groups (so both mask the same in-batch pairs),
+        # without the entity columns
+        sentences = data.select_columns([c for c in (ANCHOR, LANG, GROUP) if c in data.column_names])
         extra = f",{args.objective_options}" if args.objective_options else ""
         entity_opts = f"entities={pairs}" + (f",entity_vectors={vectors}" if vectors else "") + extra
         specs = {

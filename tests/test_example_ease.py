@@ -41,6 +41,9 @@ def test_train_ease_quick_seed_rows(tmp_path, data_root, monkeypatch):
         == seeded["ease"]["train"]["rows"]
         == results["extra"]["data"]["rows"]
     )
+    simcse, ease = seeded["simcse-unsup"]["train"], seeded["ease"]["train"]
+    assert simcse["columns"] == ["anchor", "lang", "group"] and set(simcse["columns"]) < set(ease["columns"])
+    assert simcse["sentences_sha256"] == ease["sentences_sha256"]  # the same sentences, order and groups
     tasks = ["mewsc16-30", *(f"{name}-60" for name in train_ease.ENGLISH_STC), "sts17"]
     assert list(seeded["ease"]["scores"]) == tasks
 
