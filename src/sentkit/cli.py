@@ -126,6 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("tasks", help="list tasks and suites")
     sub.add_parser("models", help="list short model names")
     _add_build_parser(sub)
+    from sentkit.mining.cli_mine import add_mine_parser
+
+    add_mine_parser(sub, positive_int)
     return p
 
 
@@ -419,6 +422,10 @@ def _run(argv: list[str]) -> int:
         return _cmd_models()
     if args.command == "build":
         return _cmd_build(args)
+    if args.command == "mine":
+        from sentkit.mining.cli_mine import run_mine
+
+        return run_mine(args)
     raise AssertionError(args.command)
 
 
