@@ -299,3 +299,36 @@ def test_a_trained_runs_best_folder_and_its_int8_export_encode_to_shards(
     assert manifest["model"]["fingerprint"].startswith(f"{kind}:") and manifest["rows"] == 25
     expected = load_encoder(f"{best}{suffix}").encode(LINES[20:])
     np.testing.assert_array_equal(np.load(out / "shard-00000-000002.npy"), expected)
+
+
+def test_complete_only_when_the_shards_cover_every_row(encoder, corpus, tmp_path):
+    """With Ray an input's end can arrive before its last shard: the folder is complete only once covered."""
+    from sentkit.corpus.manifest import Manifest
+
+    out = tmp_path / "out"
+    _encode(encoder, corpus, out)
+    manifest = Manifest.load(out)
+    last = manifest.data["shards"].pop()  # the end of in.txt was seen, its last shard not yet
+    with pytest.raises(RuntimeError, match="the shards do not cover every input row"):
+        manifest.mark_complete()
+    manifest.add_shard(last)
+    manifest.mark_complete()
+    assert manifest.complete
+
+
+def test_nan_vectors_stop_the_run_naming_the_shard_and_nothing_is_written_for_it(encoder, corpus, tmp_path):
+    class NanOnThirdShard:
+        name = "nan"
+
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            vectors = np.ones((len(sentences), 4), dtype=np.float32)
+            if sentences[0] == LINES[20]:
+                vectors[2, 1] = np.nan
+            return vectors
+
+    out = tmp_path / "out"
+    with pytest.raises(
+        RuntimeError, match=r"NaN or Infinity in 1 rows of shard-00000-000002\.npy \(rows 21-25\)"
+    ):
+        _encode(NanOnThirdShard(), corpus, out)
+    assert list(_files(out)) == ["shard-00000-000000.npy", "shard-00000-000001.npy"]

@@ -79,7 +79,9 @@ def test_ray_survives_a_dead_worker_and_writes_the_local_bytes(ray_session, mode
     ]
     assert _files(remote) == _files(local)
     assert _manifest_shards(remote) == _manifest_shards(local)
-    run = json.loads((remote / "manifest.json").read_text())["runs"][-1]
+    manifest = json.loads((remote / "manifest.json").read_text())
+    assert manifest["complete"] is True and [e["rows"] for e in manifest["inputs"]] == [25, 20]
+    run = manifest["runs"][-1]
     assert run["engine"] == "ray" and run["workers"] == 2 and run["cpus_per_worker"] == 0.66
 
 

@@ -157,6 +157,7 @@ def _run(job: EncodeJob, engine: str, encoder, manifest: Manifest, log) -> dict:
             if time.perf_counter() - last_save >= SAVE_EVERY_S:
                 manifest.save()
                 last_save = time.perf_counter()
+        manifest.mark_complete()
         info["status"] = "complete"
     except BaseException as err:
         info["status"] = f"stopped: {type(err).__name__}: {' '.join(str(err).split())[:300]}"

@@ -114,7 +114,19 @@ class Manifest:
         entry["rows"] = end.rows
         stat = os.stat(entry["resolved"])
         entry["size"], entry["mtime_ns"] = stat.st_size, stat.st_mtime_ns
-        self.data["complete"] = all("rows" in e for e in self.data["inputs"])
+
+    def mark_complete(self) -> None:
+        """Called when a run ended without error: complete once every input was read to its end and its
+        shards cover all its rows (with Ray, an input's end can be reported before its last shard is)."""
+        covered: dict[int, int] = {}
+        for record in self.shards:
+            covered[record["input"]] = covered.get(record["input"], 0) + record["rows"]
+        ended = all("rows" in e for e in self.data["inputs"])
+        if ended and any(covered.get(i, 0) != e["rows"] for i, e in enumerate(self.data["inputs"])):
+            raise RuntimeError(
+                f"{self.path}: the shards do not cover every input row; rerun to encode the rest"
+            )
+        self.data["complete"] = ended
 
     def inputs_unchanged(self) -> bool:
         """Every input still has the size and modification time it had when it was read to its end."""
