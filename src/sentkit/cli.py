@@ -332,7 +332,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     from sentkit.errors import InvalidArgument
 
     if wants_shards(args):
-        return run_sharded_encode(args)
+        return run_sharded_encode(args, _int8_name(args.model, args.int8), _load_model)
     check_writable_file(args.output)  # before encoding, not after
     if Path(args.output).exists() and Path(args.input).exists() and os.path.samefile(args.input, args.output):
         raise InvalidArgument(
@@ -486,9 +486,12 @@ def _run(argv: list[str]) -> int:
     if args.command == "build":
         return _cmd_build(args)
     if args.command == "mine":
+        from sentkit.errors import InvalidArgument
         from sentkit.mining.cli_mine import run_mine
 
-        return run_mine(args)
+        if args.int8 and not args.model:
+            raise InvalidArgument("--int8 runs the int8 export of --model; give --model too")
+        return run_mine(args, _int8_name(args.model, args.int8) if args.model else None, _load_model)
     raise AssertionError(args.command)
 
 

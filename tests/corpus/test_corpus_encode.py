@@ -15,7 +15,7 @@ from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
 from sentkit.corpus.engine_ray import READ_CPUS, ray_layout
 from sentkit.corpus.manifest import ManifestMismatch
 from sentkit.corpus.shards import InputChanged, ShardSettings
-from sentkit.errors import DataFormatError, OutputPathError
+from sentkit.errors import DataFormatError, NonFiniteVectors, OutputPathError
 
 LINES = [f"sentence {i} " + "word " * (i % 7) for i in range(25)]
 
@@ -328,7 +328,8 @@ def test_nan_vectors_stop_the_run_naming_the_shard_and_nothing_is_written_for_it
 
     out = tmp_path / "out"
     with pytest.raises(
-        RuntimeError, match=r"NaN or Infinity in 1 rows of shard-00000-000002\.npy \(rows 21-25\)"
+        NonFiniteVectors,
+        match=r"non-finite vectors \(NaN or Infinity\) for 1 of 5 sentences.*\(rows 21-25 of shard-00000-000002\.npy\)",
     ):
         _encode(NanOnThirdShard(), corpus, out)
     assert list(_files(out)) == ["shard-00000-000000.npy", "shard-00000-000001.npy"]

@@ -8,6 +8,7 @@ without --shard-size, so no flag is ever silently ignored.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from sentkit.corpus.encode_run import ENGINES, EncodeRequest, encode_corpus
 from sentkit.corpus.readers import FORMATS
@@ -96,9 +97,9 @@ def wants_shards(args: argparse.Namespace) -> bool:
     return False
 
 
-def run_sharded_encode(args: argparse.Namespace) -> int:
-    from sentkit.cli import _int8_name, _load_model
-
+def run_sharded_encode(args: argparse.Namespace, model: str, load_model: Callable) -> int:
+    """`sentkit encode --shard-size`: `model` is the name to load (with any @int8 suffix), `load_model` the
+    command line's loader (one-line errors), which every engine worker calls."""
     options = {
         name: default if getattr(args, name) is None else getattr(args, name)
         for name, default in SHARD_OPTIONS.items()
@@ -114,7 +115,7 @@ def run_sharded_encode(args: argparse.Namespace) -> int:
     request = EncodeRequest(
         input=args.input,
         output=args.output,
-        model=_int8_name(args.model, args.int8),
+        model=model,
         settings=settings,
         engine=options["engine"],
         workers=options["workers"],
@@ -122,6 +123,6 @@ def run_sharded_encode(args: argparse.Namespace) -> int:
         device=options["device"],
         address=options["address"],
     )
-    summary = encode_corpus(request, load_model=_load_model)
+    summary = encode_corpus(request, load_model=load_model)
     print(f"{summary['folder']}: {summary['status']}; {summary['shards']} shards, {summary['rows']} rows")
     return 0

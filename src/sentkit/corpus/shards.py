@@ -134,19 +134,17 @@ def _emit(source, input_index, chunk, first_row, texts, settings, done) -> Itera
 
 
 def encode_rows(encoder, work: ShardWork, batch_size: int) -> np.ndarray:
-    """`encoder.encode` on a shard's texts, checked: one finite row per text."""
-    vectors = np.asarray(encoder.encode(work.texts, batch_size=batch_size))
-    if vectors.ndim != 2 or vectors.shape[0] != len(work.texts):
-        raise RuntimeError(
-            f"encoder returned shape {vectors.shape} for the {len(work.texts)} rows of {work.name}"
-        )
-    bad = int((~np.isfinite(vectors)).any(axis=1).sum())
-    if bad:
-        raise RuntimeError(
-            f"encoder returned NaN or Infinity in {bad} rows of {work.name} "
-            f"(rows {work.first_row}-{work.first_row + len(work.texts) - 1}); the shard was not written"
-        )
-    return vectors
+    """`encoder.encode` on a shard's texts, checked (`checked_encode`): one finite row per text."""
+    from sentkit.encoders.protocol import checked_encode
+    from sentkit.errors import NonFiniteVectors
+
+    try:
+        return checked_encode(encoder, work.texts, batch_size)
+    except NonFiniteVectors as err:
+        last = work.first_row + len(work.texts) - 1
+        raise NonFiniteVectors(
+            f"{err} (rows {work.first_row}-{last} of {work.name}); the shard was not written"
+        ) from None
 
 
 def shard_bytes(vectors: np.ndarray, settings: ShardSettings, source_path: str, first_row: int) -> bytes:

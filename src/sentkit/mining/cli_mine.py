@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from sentkit.corpus.readers import FORMATS
 from sentkit.mining.margin import DEFAULT_K, SCORINGS
@@ -59,13 +60,10 @@ def add_mine_parser(sub, positive_int) -> None:
     mine.add_argument("--text-field", default="text", help="JSONL key / parquet column holding the text")
 
 
-def run_mine(args: argparse.Namespace) -> int:
-    from sentkit.cli import _int8_name, _load_model
-    from sentkit.errors import InvalidArgument
+def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) -> int:
+    """`sentkit mine`: `model` is the name to load (with any @int8 suffix; None to mine encoded shards),
+    `load_model` the command line's loader."""
     from sentkit.mining.mine import MineConfig, MineRequest, mine_files, sidecar_path
-
-    if args.int8 and not args.model:
-        raise InvalidArgument("--int8 runs the int8 export of --model; give --model too")
 
     index = IndexConfig(
         kind=args.index,
@@ -78,7 +76,6 @@ def run_mine(args: argparse.Namespace) -> int:
     config = MineConfig(
         k=args.k, scoring=args.scoring, retrieval=args.retrieval, threshold=args.threshold, index=index
     )
-    model = _int8_name(args.model, args.int8) if args.model else None
     request = MineRequest(
         src=args.src,
         tgt=args.tgt,
@@ -89,7 +86,7 @@ def run_mine(args: argparse.Namespace) -> int:
         input_format=args.input_format,
         text_field=args.text_field,
     )
-    summary = mine_files(request, load_model=_load_model)
+    summary = mine_files(request, load_model=load_model)
     kinds = {d: summary["index"][d]["factory"] for d in ("forward", "backward")}
     print(
         f"{args.out}: {summary['pairs']} pairs ({summary['candidates']} before the threshold) from "

@@ -194,12 +194,9 @@ def _encode_side(path: str, encoder, request: MineRequest, model: dict) -> Array
         for number, text in iter_rows(source, request.text_field):
             ids.append(source.row_id(number))
             texts.append(text)
-    vectors = np.asarray(encoder.encode(texts, batch_size=request.batch_size), dtype=np.float32)
-    if vectors.shape[0] != len(texts):
-        raise RuntimeError(f"encoder returned shape {vectors.shape} for the {len(texts)} rows of {path}")
-    bad = int((~np.isfinite(vectors)).any(axis=1).sum())
-    if bad:
-        raise RuntimeError(f"encoder returned NaN or Infinity in {bad} rows of {path}; nothing mined")
+    from sentkit.encoders.protocol import checked_encode
+
+    vectors = checked_encode(encoder, texts, batch_size=request.batch_size)  # NonFiniteVectors: nothing mined
     return ArrayVectors(vectors.reshape(len(texts), -1), ids, texts, model)
 
 
