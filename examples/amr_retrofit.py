@@ -1,11 +1,14 @@
 """AMR retrofitting end to end on CPU (Cai et al., EMNLP 2022): text-only vs. retrofitted `muse-m` / `e5-small-m`.
 
 1. Train the AMR encoder: XNLI dev English + JSICK train (Japanese) triplets, parsed by the offline rule
-   parser, mixed as in Algorithm 1 (q = 0.5), supervised SimCSE on a [CLS]-pooled MiniLM with the
-   vocabulary extended by frequent relation/frame tokens. Or reuse one with `--amr-model DIR`.
+   parser, mixed as in Algorithm 1 (an English slot keeps its text with q = 0.5, other languages are always
+   graphs), supervised SimCSE on MiniLM with its own (mean) pooling and no head, the vocabulary extended by
+   frequent relation/frame tokens. Or reuse one with `--amr-model DIR`.
 2. Evaluate s (text), and s combined with h (AMR) on the tasks in languages the parser covers
    (English, Japanese): STS-B test, STS17 en-en (Table 2), XNLI en, PAWS-X en/ja, QAM en, MARC en/ja
    (Tables 3-4), plus the integration ablation (s, h, s+h, s concat h, normalised variants) on STS.
+   Beside the paper's s/|s| concat h/|h|, the weighted [s/|s| ; w h/|h|] with w chosen on STS-B dev
+   (`--weight-dev`; never a test set); the results record w, the dev curve and both rows' test scores.
    Control: s concatenated with the AMR encoder's start model applied to the *text* (MiniLM), so a gain
    from ensembling with MiniLM is not mistaken for a gain from the graphs.
 3. Print the tables, with the paper's numbers where we have them, and write `<out>/results.json`.
@@ -26,7 +29,7 @@ import numpy as np
 
 from sentkit.atomic import atomic_write_json
 from sentkit.encoders import load_encoder
-from sentkit.encoders.retrofit import COMBINATIONS, RetrofitEncoder
+from sentkit.encoders.retrofit import COMBINATIONS, DEV_WEIGHTS, RetrofitEncoder, choose_concat_weight
 from sentkit.provenance import package_versions
 from sentkit.tasks import get_task
 
@@ -64,7 +67,15 @@ def train_or_load_amr(args, out: Path):
 
     if args.amr_model:
         return AmrEncoder.from_pretrained(args.amr_model), {"amr_model": args.amr_model, "trained": False}
-    config = AmrTrainConfig(seed=args.seed, batch_size=args.batch_size, max_steps=args.max_steps)
+    text_langs = None if args.text_langs == "all" else tuple(x for x in args.text_langs.split(",") if x)
+    config = AmrTrainConfig(
+        seed=args.seed,
+        batch_size=args.batch_size,
+        max_steps=args.max_steps,
+        pooling=args.pooling,
+        mlp_head=args.mlp_head,
+        text_langs=text_langs,
+    )
     if args.quick:
         config.max_examples, config.max_steps, config.batch_size = 64, 4, 16
     start = time.perf_counter()
@@ -91,6 +102,32 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--text-models", default=",".join(TEXT_MODELS))
     ap.add_argument("--max-steps", type=int, default=-1, help="AMR encoder steps (-1 = one epoch)")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument(
+        "--pooling",
+        default="auto",
+        choices=("auto", "cls", "mean"),
+        help="AMR encoder pooling: auto = the base model's own (mean for MiniLM)",
+    )
+    ap.add_argument(
+        "--mlp-head",
+        action="store_true",
+        help="train through SimCSE's MLP head over [CLS], dropped afterwards (needs --pooling cls; not the paper's)",
+    )
+    ap.add_argument(
+        "--text-langs",
+        default="en",
+        help="languages whose slots may keep their text (Algorithm 1: en; 'all' = every language)",
+    )
+    ap.add_argument(
+        "--weight-dev",
+        default="stsb-dev",
+        help="dev task that picks w of the weighted concatenation (a dev split, never a test set)",
+    )
+    ap.add_argument(
+        "--weights",
+        default=",".join(f"{w:g}" for w in DEV_WEIGHTS),
+        help="comma list of weights w tried on --weight-dev",
+    )
     ap.add_argument("--max-per-lang", type=int, default=500, help="seeded sample of each transfer test set")
     ap.add_argument("--max-train", type=int, default=1000, help="seeded sample of each English training set")
     ap.add_argument(
@@ -120,8 +157,18 @@ def main(argv: list[str] | None = None) -> dict:
     # control: the AMR encoder starts from all-MiniLM-L6-v2, itself a sentence encoder; concatenating s with
     # MiniLM's *text* vector tells how much of a gain is ensembling with MiniLM rather than the graphs
     control = CachedEncoder(load_encoder(args.control_model)) if args.control_model else None
+    weights = [float(w) for w in args.weights.split(",") if w]
     for model in [m for m in args.text_models.split(",") if m]:
         s = CachedEncoder(load_encoder(model))
+        dev = get_task(args.weight_dev, data_root=args.data_root or None)
+        choice = choose_concat_weight(s, h, dev, weights)
+        dev_weight = {
+            "task": choice.task,
+            "weight": choice.weight,
+            "combine": choice.combine,
+            "curve": {f"{w:g}": score for w, score in choice.curve.items()},
+        }
+        print(f"{model}: w = {choice.weight:g} on {choice.task} ({choice.curve[choice.weight]:.2f})")
         rows: dict = {}
         for how in COMBINATIONS:  # the integration ablation on STS
             encoder = RetrofitEncoder(s, h, how) if how != "s" else s
@@ -129,16 +176,20 @@ def main(argv: list[str] | None = None) -> dict:
                 rows[how] = {"skipped": f"text dim != AMR dim ({amr.dim}): s+h undefined"}
                 continue
             rows[how] = {name: run_task(name, langs, encoder, args) for name, langs in sts_tasks}
+        weighted = choice.combine  # reported beside concat_norm, the paper's (and the default) row
+        rows[weighted] = {
+            name: run_task(name, langs, RetrofitEncoder(s, h, weighted), args) for name, langs in sts_tasks
+        }
         if control is not None:
             encoder = RetrofitEncoder(s, control, "concat_norm", name=f"{model}+{args.control_model}-text")
             rows["control_text_concat_norm"] = {
                 name: run_task(name, langs, encoder, args) for name, langs in sts_tasks
             }
-        for how in ("s", "concat_norm") if transfer_tasks else ():  # Tables 3-4: text vs retrofitted
+        for how in ("s", "concat_norm", weighted) if transfer_tasks else ():  # Tables 3-4
             encoder = RetrofitEncoder(s, h, how) if how != "s" else s
             rows[how].update({name: run_task(name, langs, encoder, args) for name, langs in transfer_tasks})
-        results["models"][model] = {"scores": rows, "text_encode_s": s.seconds}
-        print_tables(model, rows)
+        results["models"][model] = {"scores": rows, "dev_weight": dev_weight, "text_encode_s": s.seconds}
+        print_tables(model, rows, weighted)
         atomic_write_json(out / "results.json", results)  # partial results survive an interrupted run
     results.update(
         amr_encode_s=h.seconds,
@@ -152,19 +203,22 @@ def main(argv: list[str] | None = None) -> dict:
     return results
 
 
-def print_tables(model: str, rows: dict) -> None:
+def print_tables(model: str, rows: dict, weighted: str) -> None:
     """Table 2 (STS), Tables 3-4 (transfer), and the integration ablation, as markdown."""
-    text, retro = rows["s"], rows["concat_norm"]
-    print(f"\n### {model}: text only (s) vs retrofitted (s/|s| concat h/|h|)")
-    print("| task | lang | s | retrofitted | delta |")
-    print("|---|---|---:|---:|---:|")
+    text, retro, tuned = rows["s"], rows["concat_norm"], rows[weighted]
+    print(f"\n### {model}: text only (s) vs retrofitted (s/|s| concat h/|h|) and {weighted} (w from dev)")
+    print(f"| task | lang | s | retrofitted | delta | {weighted} | delta |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for task, scores in text.items():
         for key, value in scores.items():
             if key in ("main_score", "all", "seen", "cv_accuracy", "C") or key.endswith("_s"):
                 continue
-            other = retro.get(task, {}).get(key)
-            if other is not None:
-                print(f"| {task} | {key} | {value:.2f} | {other:.2f} | {other - value:+.2f} |")
+            other, third = retro.get(task, {}).get(key), tuned.get(task, {}).get(key)
+            if other is not None and third is not None:
+                print(
+                    f"| {task} | {key} | {value:.2f} | {other:.2f} | {other - value:+.2f} "
+                    f"| {third:.2f} | {third - value:+.2f} |"
+                )
     print(f"\n### {model}: integration ablation (main score)")
     names = [n for n in rows if "skipped" not in rows[n]]
     tasks = [t for t in rows["s"] if t in dict((*STS_TASKS, *TRANSFER_TASKS))]

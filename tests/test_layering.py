@@ -26,7 +26,9 @@ ALLOWED: dict[str, frozenset[str] | str] = {
     "analysis": frozenset(),
     "mteb_results": frozenset(),
     "report_svg": frozenset(),
-    "tasks": frozenset({"datasets", "encoders", "stats"}),
+    "corpus": frozenset({"datasets", "encoders"}),  # streaming readers, shards, the encode engines
+    "mining": frozenset({"corpus", "encoders"}),  # k-NN search and margin scoring over encoded corpora
+    "tasks": frozenset({"datasets", "encoders", "stats", "mining"}),
     "training_data": frozenset({"datasets"}),
     "objectives": frozenset({"datasets", "training_data"}),  # EASE reads its built entity vocabulary
     "evaluate": frozenset({"datasets", "encoders", "tasks", "stats"}),

@@ -84,12 +84,25 @@ def _parser() -> argparse.ArgumentParser:
         "keys <set>_faiss) or both side by side",
     )
 
-    enc = sub.add_parser("encode", help="encode a text file (one sentence a line) to a .npy matrix")
+    enc = sub.add_parser(
+        "encode", help="encode a text file (one sentence a line) to a .npy matrix, or a corpus to shards"
+    )
     enc.add_argument("--model", default=DEFAULT_MODEL)
-    enc.add_argument("--input", required=True, help="UTF-8 text file, one sentence per line")
-    enc.add_argument("--output", required=True, help=".npy file to write (float32, one row per line)")
+    enc.add_argument(
+        "--input",
+        required=True,
+        help="UTF-8 text file, one sentence per line (with --shard-size also JSONL, parquet, compressed, a folder)",
+    )
+    enc.add_argument(
+        "--output",
+        required=True,
+        help=".npy file to write (float32, one row per line), or with --shard-size a folder of shards",
+    )
     enc.add_argument("--batch-size", type=positive_int, default=64)
     enc.add_argument("--int8", action="store_true", help="int8 ONNX export of the model (as NAME@int8)")
+    from sentkit.corpus.cli_encode import add_shard_arguments
+
+    add_shard_arguments(enc, positive_int)
 
     exp = sub.add_parser(
         "export", help="export a transformer encoder to one ONNX graph (ids + mask -> sentence vector)"
@@ -127,6 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("tasks", help="list tasks and suites")
     sub.add_parser("models", help="list short model names")
     _add_build_parser(sub)
+    from sentkit.mining.cli_mine import add_mine_parser
+
+    add_mine_parser(sub, positive_int)
     return p
 
 
@@ -310,10 +326,13 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     import numpy as np
 
     from sentkit.atomic import atomic_write_bytes, check_writable_file
+    from sentkit.corpus.cli_encode import run_sharded_encode, wants_shards
     from sentkit.datasets.lines import read_lines
     from sentkit.encoders.protocol import checked_encode
     from sentkit.errors import InvalidArgument
 
+    if wants_shards(args):
+        return run_sharded_encode(args, _int8_name(args.model, args.int8), _load_model)
     check_writable_file(args.output)  # before encoding, not after
     if Path(args.output).exists() and Path(args.input).exists() and os.path.samefile(args.input, args.output):
         raise InvalidArgument(
@@ -466,6 +485,13 @@ def _run(argv: list[str]) -> int:
         return _cmd_models()
     if args.command == "build":
         return _cmd_build(args)
+    if args.command == "mine":
+        from sentkit.errors import InvalidArgument
+        from sentkit.mining.cli_mine import run_mine
+
+        if args.int8 and not args.model:
+            raise InvalidArgument("--int8 runs the int8 export of --model; give --model too")
+        return run_mine(args, _int8_name(args.model, args.int8) if args.model else None, _load_model)
     raise AssertionError(args.command)
 
 

@@ -19,6 +19,9 @@ class DataFormatError(SentkitError, ValueError):
         self.line = line
         self.expected = expected
 
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray workers)
+        return type(self), (self.path, self.line, self.expected)
+
 
 class MissingDataError(SentkitError, FileNotFoundError):
     """A benchmark file is absent: says where it was looked for and how to point sentkit at it."""
@@ -28,6 +31,10 @@ class MissingDataError(SentkitError, FileNotFoundError):
         msg += f" ({hint})" if hint else " (set SENTKIT_DATA to the folder holding the benchmark data)"
         super().__init__(msg)
         self.path = str(path)
+        self.hint = hint
+
+    def __reduce__(self):
+        return type(self), (self.path, self.hint)
 
 
 class LanguageNotCovered(SentkitError, ValueError):

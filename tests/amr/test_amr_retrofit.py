@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sentkit.encoders.retrofit import COMBINATIONS, RetrofitEncoder, combine_vectors
+from sentkit.encoders.retrofit import (
+    COMBINATIONS,
+    RetrofitEncoder,
+    choose_concat_weight,
+    combine_vectors,
+    parse_combination,
+    weighted_name,
+)
 
 S = np.array([[3.0, 4.0], [1.0, 0.0]], dtype=np.float32)
 H = np.array([[0.0, 2.0], [0.0, 0.5]], dtype=np.float32)
@@ -24,6 +31,26 @@ def test_combinations_by_hand():
     a, b = combine_vectors(S, H, "concat_norm")
     cos = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
     assert cos == pytest.approx((0.6 + 1.0) / 2)
+
+
+def test_weighted_concatenation_by_hand():
+    # [s/|s| ; w h/|h|] with w = 0.5: rows (0.6, 0.8, 0, 0.5) and (1, 0, 0, 0.5)
+    out = combine_vectors(S, H, "concat_norm_w0.5")
+    np.testing.assert_allclose(out, [[0.6, 0.8, 0, 0.5], [1, 0, 0, 0.5]], rtol=1e-6)
+    a, b = out
+    cos = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
+    # (cos_s + w^2 cos_h) / (1 + w^2) = (0.6 + 0.25 * 1) / 1.25
+    assert cos == pytest.approx(0.68, rel=1e-6)
+    np.testing.assert_allclose(combine_vectors(S, H, "concat_norm_w1"), combine_vectors(S, H, "concat_norm"))
+    np.testing.assert_allclose(combine_vectors(S, H, "concat_norm_w0")[:, 2:], 0)  # w = 0: s alone
+    assert weighted_name(0.5) == "concat_norm_w0.5" and weighted_name(1.25) == "concat_norm_w1.25"
+    assert parse_combination("concat_norm_w0.25") == ("concat_norm", 0.25)
+    assert parse_combination("sum") == ("sum", None)
+    for bad in ("concat_norm_w", "concat_norm_wx", "concat_norm_w-1", "concat_norm_winf", "concat_norm_w 1"):
+        with pytest.raises(ValueError, match=r"expected concat_norm_w<weight>, a number >= 0"):
+            combine_vectors(S, H, bad)
+    with pytest.raises(ValueError, match=r"or concat_norm_w<weight>, got 'concat_w0.5'"):
+        RetrofitEncoder(_Fixed("t", S), _Fixed("a", H), "concat_w0.5")
 
 
 def test_sum_needs_equal_sizes():
@@ -138,6 +165,12 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
     s = tiny_encoder.encode(sentences)  # (2, 32)
     h = graph_model.encode(["( say-01 :ARG1 ( w3 ) )", "( say-01 :ARG1 ( w5 ) )"])  # (2, 32)
     assert not np.allclose(graph_model.encode(sentences), h, atol=1e-3)  # the graph changes the vector
+    weighted = load_encoder(f"retrofit:{text_dir}+{amr_dir}@concat_norm_w0.5")
+    np.testing.assert_allclose(
+        weighted.encode(sentences), np.concatenate([_unit(s), 0.5 * _unit(h)], axis=1), rtol=1e-5, atol=1e-6
+    )  # (2, 64)
+    with pytest.raises(ValueError, match="concat_norm_w<weight>"):
+        load_encoder(f"retrofit:{text_dir}+{amr_dir}@concat_norm_wbig")
     encoder = load_encoder(f"retrofit:{text_dir}+{amr_dir}@sum_norm")
     assert encoder.combine == "sum_norm"
     assert isinstance(encoder.other, AmrEncoder) and encoder.other.parser == "stub"
@@ -148,3 +181,60 @@ def test_retrofit_name_resolves_both_folders(tiny_encoder, tmp_path, monkeypatch
         default.encode(sentences), np.concatenate([_unit(s), _unit(h)], axis=1), rtol=1e-5, atol=1e-6
     )  # (2, 64)
     parse_module.get_parser.cache_clear()
+
+
+def _sts_dev(sent1, sent2, gold, split="dev"):
+    from sentkit.datasets.sts_pairs import STSPairs
+    from sentkit.tasks.sts import STSTask
+
+    pairs = STSPairs(list(sent1), list(sent2), np.asarray(gold, dtype=np.float64), "en", "toy")
+    return STSTask(name="toy-dev", languages=("en",), meta={"split": split}, sets={"en": pairs})
+
+
+class _Table:
+    """An encoder that looks each sentence up in a table of vectors and counts what it encodes."""
+
+    def __init__(self, name, table):
+        self.name, self.table, self.encoded = name, table, 0
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        self.encoded += len(sentences)
+        return np.stack([self.table[s] for s in sentences])
+
+
+def _planted(n_pairs=200, seed=0):
+    rng = np.random.default_rng(seed)
+    names = [f"x{i}" for i in range(2 * n_pairs)]
+    s = {x: rng.normal(size=8) for x in names}
+    h = {x: rng.normal(size=6) for x in names}
+    first, second = names[:n_pairs], names[n_pairs:]
+    unit = {k: {x: v / np.linalg.norm(v) for x, v in table.items()} for k, table in (("s", s), ("h", h))}
+    cos = {k: np.array([unit[k][a] @ unit[k][b] for a, b in zip(first, second)]) for k in unit}
+    return s, h, first, second, cos
+
+
+def test_dev_weight_selection_finds_the_planted_weight():
+    s, h, first, second, cos = _planted()
+    gold = cos["s"] + 0.5**2 * cos["h"]  # the ranking of concat_norm_w0.5 exactly
+    text, graph = _Table("s", s), _Table("h", h)
+    choice = choose_concat_weight(text, graph, _sts_dev(first, second, gold))
+    assert (choice.weight, choice.combine, choice.task) == (0.5, "concat_norm_w0.5", "toy-dev")
+    assert choice.curve[0.5] == pytest.approx(100.0, abs=1e-3)
+    assert max(v for w, v in choice.curve.items() if w != 0.5) < 99.9
+    assert choice.curve[0.0] < choice.curve[0.3] < choice.curve[0.5] > choice.curve[1.0] > choice.curve[2.0]
+    assert text.encoded == graph.encoded == 400  # each sentence encoded once for the whole grid
+    # h carries all of the gold ranking: the largest weight tried wins
+    assert (
+        choose_concat_weight(_Table("s", s), _Table("h", h), _sts_dev(first, second, cos["h"])).weight == 2.0
+    )
+    only_s = choose_concat_weight(_Table("s", s), _Table("h", h), _sts_dev(first, second, cos["s"]), (0, 1))
+    assert only_s.weight == 0.0 and only_s.curve[0.0] == pytest.approx(100.0, abs=1e-3)
+
+
+def test_dev_weight_selection_ties_go_to_one_and_test_splits_are_refused():
+    s, _, first, second, cos = _planted()
+    constant = {x: np.ones(4) for x in s}  # cos_h = 1 for every pair: every weight ranks as s does
+    choice = choose_concat_weight(_Table("s", s), _Table("h", constant), _sts_dev(first, second, cos["s"]))
+    assert choice.weight == 1.0 and len(set(np.round(list(choice.curve.values()), 6))) == 1
+    with pytest.raises(ValueError, match="toy-dev: a test split; choose the weight on a dev split"):
+        choose_concat_weight(_Table("s", s), _Table("h", s), _sts_dev(first, second, cos["s"], split="test"))

@@ -199,3 +199,46 @@ def test_onnx_op_profile_sums_kernel_time_per_operator(tmp_path):
     path = tmp_path / "trace.json"
     path.write_text(json.dumps(trace))
     assert profile.kernel_time_by_op(str(path)) == {"MatMul": 70, "Softmax": 10}  # largest first, fences out
+
+
+def test_mine_scale_runs_every_stage_on_a_small_size(tmp_path):
+    bench = _bench("mine_scale")
+    out = tmp_path / "mine_scale.json"
+    argv = [
+        "--sizes",
+        "2000",
+        "--dim",
+        "32",
+        "--noise",
+        "0.5",
+        "--shard-size",
+        "500",
+        "--recall-queries",
+        "200",
+    ]
+    result = bench.main(argv + ["--threads", "1", "--out", str(out)])
+    run = result["runs"][0]
+    assert list(run["stages"]) == [
+        "generate",
+        "write_shards",
+        "knn_forward",
+        "knn_backward",
+        "margin",
+        "retrieve_max",
+        "write_tsv",
+        "recall_sample",
+    ]
+    assert run["index"]["forward"]["index"] == "flat" and run["recall_ivfpq_vs_exact"]["queries"] == 200
+    recall = run["recall_ivfpq_vs_exact"]
+    assert recall["planted_found_exact"] == 1.0  # at this noise a translation is always among its 4 exact NN
+    assert 0.5 < recall["planted_found_ivfpq"] <= 1.0 and 0 < recall["recall_at_4"] <= 1.0
+    assert run["f1"] > 80 and run["planted_pairs"] == 200
+    assert json.loads(out.read_text())["runs"][0]["n"] == 2000
+
+
+def test_encode_scale_corpus_cycles_real_sentences_and_measures_a_process_tree(tmp_path):
+    bench = _bench("encode_scale")
+    corpus = bench.write_corpus(tmp_path / "c.txt", 7, ["a", "b", "c"])
+    assert corpus.read_text().splitlines() == ["a", "b", "c", "a", "b", "c", "a"]
+    run = bench.measured([sys.executable, "-c", "import time; x = bytearray(200 * 2**20); time.sleep(0.5)"])
+    assert run["peak_tree_rss_mib"] > 150 and run["wall_s"] >= 0.5

@@ -114,3 +114,20 @@ def test_unknown_and_missing_specs(tmp_path):
     other.write_bytes(b"PAR1")
     with pytest.raises(ValueError, match="unknown training data file type '.parquet'"):
         load_training_data(other)
+
+
+def test_group_column_in_tables_and_json_lines(tmp_path):
+    """A `group` column travels to training as integers (rows of one group are not each other's negatives)."""
+    table = tmp_path / "t.csv"
+    table.write_text("anchor,positive,group\nx,x2,7\ny,y2,7\nz,z2,-1\n", encoding="utf-8")
+    ds = load_training_data(table, shuffle=False)
+    assert ds.column_names == ["anchor", "positive", "group"] and ds["group"] == [7, 7, -1]
+    lines = tmp_path / "t.jsonl"
+    lines.write_text('{"anchor": "a", "group": 0}\n{"anchor": "b", "group": "3"}\n', encoding="utf-8")
+    assert load_training_data(lines, shuffle=False)["group"] == [0, 3]
+    table.write_text("anchor,group\nx,1\ny,one\n", encoding="utf-8")
+    with pytest.raises(
+        DataFormatError,
+        match=r"t\.csv:3: expected an integer 'group' \(a negative one = no group\), got 'one'",
+    ):
+        load_training_data(table)

@@ -1,7 +1,8 @@
-"""The AMR encoder h(x): parse a sentence, linearise its graph, encode it with a transformer ([CLS] pooling).
+"""The AMR encoder h(x): parse a sentence, linearise its graph, encode it with a transformer.
 
 Cai et al. 2022 (linearisation: sec. 4.1): a BERT-uncased encoder over linearised graphs whose
-vocabulary is extended with frequent relation and frame tokens. Its folder is an ordinary
+vocabulary is extended with frequent relation and frame tokens ([CLS] of raw BERT in the paper; here the
+pooling its folder declares, by default the base model's own). Its folder is an ordinary
 sentence-transformers directory plus `amr.json` saying which parser produced its graphs.
 """
 
@@ -78,7 +79,7 @@ class AmrEncoder:
         path = Path(path)
         config_file = path / AMR_CONFIG
         config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
-        transformer = TransformerEncoder.from_pretrained(path, pooling="cls")
+        transformer = TransformerEncoder.from_pretrained(path)  # its own modules: pooling, normalisation
         return cls(transformer, config.get("parser", "rules"), lang or config.get("lang", "auto"), path.name)
 
     def save(self, path: str | Path, **extra) -> Path:

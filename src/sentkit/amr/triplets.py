@@ -1,17 +1,19 @@
 """(anchor, entailment, contradiction) graph triplets for the AMR encoder, with Cai et al.'s mixed training.
 
-Algorithm 1 of the paper, as we read it: every slot of a triplet takes the graph of its sentence parsed
-from one of the languages the sentence exists in (chosen at random, so graphs of different languages of the
-same sentence meet in one batch), and with probability q it keeps the original sentence text instead of
-the graph, so the encoder also sees text. XNLI dev rows are translations of each other, so row k of every
-language is one parallel triplet; JSICK (Japanese) has no other language here.
+Algorithm 1 of the paper: for every sentence of a batch, draw a language l; if l is not English, the
+sentence becomes the graph parsed from its translation into l; if l is English, draw q ~ U(0, 1) and parse
+the sentence only if q > 0.5, else keep its English text. So only English slots ever keep text (half of
+them), and graphs of different languages of one sentence meet in one batch. Here each slot draws l among
+the languages its example exists in. XNLI dev rows are translations of each other, so row k of every
+language is one parallel triplet; JSICK (Japanese) has no other language here, so its slots are always
+graphs.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
 from sentkit.datasets.columns import ANCHOR, LANG, NEGATIVE, POSITIVE
@@ -22,6 +24,7 @@ from sentkit.errors import DataFormatError
 SLOTS = (ANCHOR, POSITIVE, NEGATIVE)
 JSICK_TRAIN = ("sts-ja", "JSICK", "SICK_train.txt")
 Triplet = tuple[str, str, str]
+TEXT_LANGS = ("en",)  # Algorithm 1: only English sentences may stay text
 
 
 def read_sick_entailment(path: str | Path, lang: str = "ja") -> list[NliRow]:
@@ -82,11 +85,14 @@ def mixed_triplets(
     linearize: Callable[[Sequence[str], str], list[str]],
     q: float = 0.5,
     seed: int = 0,
+    text_langs: Collection[str] | None = TEXT_LANGS,
 ) -> list[dict[str, str]]:
-    """Algorithm 1's mixing: each slot gets a random language's graph, or (probability q) its text.
+    """Algorithm 1's mixing: each slot takes a random language's graph, except that a slot in a language
+    of `text_langs` keeps its text with probability q (the paper: English, q = 0.5).
 
-    `linearize(sentences, lang)` returns linearised graphs; every needed sentence is parsed once per
-    language. Returns rows with anchor, positive, negative and lang (the anchor's language).
+    `text_langs=None` lets a slot of any language keep its text (an earlier reading of Algorithm 1, kept
+    as an option). `linearize(sentences, lang)` returns linearised graphs; every needed sentence is parsed
+    once per language. Returns rows with anchor, positive, negative and lang (the anchor's language).
     """
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"q must be a probability, got {q}")
@@ -95,7 +101,9 @@ def mixed_triplets(
     needed: dict[str, set[str]] = {}
     for example in examples:
         langs = sorted(example)
-        choice = [(rng.choice(langs), rng.random() < q) for _ in SLOTS]
+        # both draws on every slot, so a seed picks the same languages whatever text_langs is
+        draws = [(rng.choice(langs), rng.random() < q) for _ in SLOTS]
+        choice = [(lang, keep and (text_langs is None or lang in text_langs)) for lang, keep in draws]
         picks.append((example, choice))
         for slot, (lang, keep_text) in enumerate(choice):
             if not keep_text:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sentkit.errors import DataFormatError, MissingDataError
@@ -15,16 +15,22 @@ def iter_utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     if not path.is_file():
         raise MissingDataError(path, "expected a UTF-8 text file")
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(
-                    path, number, f"expected UTF-8 text ({err.reason} at byte {err.start} of the line)"
-                ) from None
-            if number == 1:
-                line = line.removeprefix("\ufeff")
-            yield number, line.rstrip("\r\n")
+        yield from decode_lines(fh, path)
+
+
+def decode_lines(fh: Iterable[bytes], path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, decoded line) of a binary stream read from `path` (any byte source: a file,
+    a decompressing reader); a leading BOM is dropped and a bad byte names path:line."""
+    for number, raw in enumerate(fh, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataFormatError(
+                path, number, f"expected UTF-8 text ({err.reason} at byte {err.start} of the line)"
+            ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        yield number, line.rstrip("\r\n")
 
 
 def read_lines(path: str | Path) -> list[str]:

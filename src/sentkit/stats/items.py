@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.atomic import atomic_write_bytes
+from sentkit.cache import sha256_file
 from sentkit.errors import DataFormatError, MissingDataError
 
 INLINE_VALUES = 1000  # a task whose arrays hold at most this many numbers keeps them in the results JSON
@@ -162,14 +163,6 @@ class TaskItems:
         if items.data_sha256() != record.get("data_sha256"):
             raise DataFormatError(where, None, "per-item values do not match their data_sha256 (edited?)")
         return items
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_sidecar(path: str | Path, arrays: Mapping[str, np.ndarray]) -> str:

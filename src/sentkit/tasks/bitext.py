@@ -3,7 +3,8 @@
 Tatoeba follows EASE's `downstreams/parallel-matching/evaluation.py`: for each language, the accuracy of
 cosine nearest-neighbour retrieval xxx->eng and eng->xxx, averaged over both directions.
 BUCC follows Artetxe & Schwenk (2019, "Margin-based parallel corpus mining"): candidates by forward and
-backward nearest neighbours ("max" retrieval, one-to-one), scored by cosine or by the ratio margin.
+backward nearest neighbours ("max" retrieval, one-to-one), scored by cosine or by the ratio margin, with the
+scoring and retrieval code `sentkit mine` runs (sentkit.mining).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from sentkit.datasets.tatoeba import FOLDER as TATOEBA_FOLDER
 from sentkit.datasets.tatoeba import load_tatoeba, tatoeba_languages
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages, tatoeba_code
+from sentkit.mining.margin import DEFAULT_K, SCORINGS, candidate_scores, ratio_margin  # noqa: F401 (re-exported)
+from sentkit.mining.retrieval import select_pairs
 from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.knn_search import cosine_knn
@@ -32,7 +35,7 @@ TATOEBA_EASE_LANGUAGES: tuple[str, ...] = (
     "ara", "cat", "ces", "deu", "epo", "spa", "fra", "ita", "jpn", "kor", "nld", "pol", "por", "rus", "swe",
     "tur",
 )  # fmt: skip
-MARGIN_K = 4  # neighbourhood size of Artetxe & Schwenk (2019)
+MARGIN_K = DEFAULT_K  # neighbourhood size of Artetxe & Schwenk (2019)
 
 
 # ---- Tatoeba ----------------------------------------------------------------------------------------------
@@ -116,15 +119,6 @@ def tatoeba(*, langs=None, data_root=None, batch_size: int = 64) -> TatoebaTask:
 
 
 # ---- BUCC mining ------------------------------------------------------------------------------------------
-def ratio_margin(cos: np.ndarray, x_knn_mean: np.ndarray, y_knn_mean: np.ndarray) -> np.ndarray:
-    """Artetxe & Schwenk (2019) ratio margin: cos(x,y) / (sum_k cos(x,nn)/2k + sum_k cos(y,nn)/2k).
-
-    Each sum over the k neighbours divided by 2k is half the mean neighbour similarity, so the
-    denominator is the average of x's and y's mean k-NN cosine (their neighbourhood density).
-    """
-    return cos / ((x_knn_mean + y_knn_mean) / 2)
-
-
 KnnSearch = Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
@@ -149,37 +143,18 @@ def mine_pairs(
     knn: KnnSearch = cosine_knn,
     neighbours: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One-to-one candidate pairs (x rows, y rows, scores), best score first.
+    """One-to-one candidate pairs (x rows, y rows, scores), best score first: `sentkit mine`'s scoring
+    (sentkit.mining.margin) and "max" retrieval (sentkit.mining.retrieval) on exact neighbours.
 
     Each x proposes its best y among its k nearest neighbours and each y its best x ("max" retrieval);
     the proposals are taken greedily by score, skipping any whose x or y is already paired.
     `neighbours` are `mutual_neighbours(x, y, k, knn)` when already computed (then `k` and `knn` are unused).
     """
-    if scoring not in ("cosine", "margin"):
+    if scoring not in SCORINGS:
         raise ValueError(f"scoring must be 'cosine' or 'margin', got {scoring!r}")
-    x_sims, x_nn, y_sims, y_nn = neighbours if neighbours is not None else mutual_neighbours(x, y, k, knn)
-    if scoring == "margin":
-        x_mean, y_mean = x_sims.mean(axis=1), y_sims.mean(axis=1)  # (nx,), (ny,)
-        x_scores = ratio_margin(x_sims, x_mean[:, None], y_mean[x_nn])  # (nx, k)
-        y_scores = ratio_margin(y_sims, y_mean[:, None], x_mean[y_nn])  # (ny, k)
-    else:
-        x_scores, y_scores = x_sims, y_sims
-    x_best = x_scores.argmax(axis=1)  # (nx,)
-    y_best = y_scores.argmax(axis=1)  # (ny,)
-    src = np.concatenate([np.arange(len(x)), y_nn[np.arange(len(y)), y_best]])
-    trg = np.concatenate([x_nn[np.arange(len(x)), x_best], np.arange(len(y))])
-    score = np.concatenate([x_scores[np.arange(len(x)), x_best], y_scores[np.arange(len(y)), y_best]])
-    keep_src, keep_trg, keep_score = [], [], []
-    seen_src, seen_trg = set(), set()
-    for i in np.argsort(-score, kind="stable"):
-        if src[i] in seen_src or trg[i] in seen_trg:
-            continue
-        seen_src.add(src[i])
-        seen_trg.add(trg[i])
-        keep_src.append(src[i])
-        keep_trg.append(trg[i])
-        keep_score.append(score[i])
-    return np.array(keep_src, dtype=np.int64), np.array(keep_trg, dtype=np.int64), np.array(keep_score)
+    neighbours = neighbours if neighbours is not None else mutual_neighbours(x, y, k, knn)
+    x_scores, y_scores = candidate_scores(neighbours, scoring)
+    return select_pairs(neighbours, x_scores, y_scores, "max")
 
 
 def prf_at_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int, threshold: float) -> tuple:

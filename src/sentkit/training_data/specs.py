@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from datasets import Dataset
-from sentkit.datasets.columns import ANCHOR, LANG, NEGATIVE, POSITIVE
+from sentkit.datasets.columns import ANCHOR, GROUP, LANG, NEGATIVE, POSITIVE
 from sentkit.datasets.corpus import CORPORA, read_corpus
 from sentkit.datasets.lines import iter_jsonl, iter_utf8_lines
 from sentkit.datasets.nli import (
@@ -119,11 +119,15 @@ def _from_table(path: Path) -> Dataset:
         names = [n for n in scheme if n in header]
         if scheme[2] in names and scheme[1] not in names:
             raise DataFormatError(path, 1, f"expected a {scheme[1]!r} column beside {scheme[2]!r}")
-        records = read_csv_records(path, tuple(names))
+        extra = tuple(c for c in (LANG, GROUP) if c in header)
+        records = read_csv_records(path, tuple(names) + extra)
         columns = {_TABLE_NAMES[n]: [rec[n] for _, rec in records] for n in names}
         if LANG in header:
             columns[LANG] = [rec[LANG] for _, rec in records]
-        return _checked_columns(path, columns, [number for number, _ in records])
+        numbers = [number for number, _ in records]
+        if GROUP in header:
+            columns[GROUP] = _group_ids(path, numbers, [rec[GROUP] for _, rec in records])
+        return _checked_columns(path, columns, numbers)
     if path.suffix.lower() == ".tsv" and len(header) == 3:
         if header[0] in NLI_LABELS or header[0] == "-":
             return nli_triplets(read_jsnli_tsv(path))
@@ -151,6 +155,7 @@ def _from_jsonl(path: Path) -> Dataset:
             path, None, "expected JSON lines with anchor[/positive/negative] keys, got none"
         )
     names = [n for n in (ANCHOR, POSITIVE, NEGATIVE, LANG) if n in objects[0]]
+    groups = _group_ids(path, numbers, [obj.get(GROUP) for obj in objects]) if GROUP in objects[0] else None
     if ANCHOR not in names:
         raise DataFormatError(
             path, numbers[0], "expected SNLI/MNLI keys (sentence1, sentence2, gold_label) or an 'anchor' key"
@@ -164,10 +169,28 @@ def _from_jsonl(path: Path) -> Dataset:
                     path, number, f"expected a string {n!r} as on line {numbers[0]}, got {value!r}"
                 )
             columns[n].append(value)
+    if groups is not None:
+        columns[GROUP] = groups
     return _checked_columns(path, columns, numbers)
 
 
-def _checked_columns(path: Path, columns: dict[str, list[str]], numbers: list[int]) -> Dataset:
+def _group_ids(path: Path, numbers: list[int], values: list) -> list[int]:
+    """The optional `group` column as integers (rows of one group are not each other's in-batch negatives;
+    a negative id = in no group); a value that is not an integer is refused with its line."""
+    ids = []
+    for number, value in zip(numbers, values, strict=True):
+        if isinstance(value, int) and not isinstance(value, bool):
+            ids.append(value)
+        elif isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+            ids.append(int(value))
+        else:
+            raise DataFormatError(
+                path, number, f"expected an integer {GROUP!r} (a negative one = no group), got {value!r}"
+            )
+    return ids
+
+
+def _checked_columns(path: Path, columns: dict[str, list], numbers: list[int]) -> Dataset:
     """A Dataset from text columns; every text must be non-empty (an empty anchor trains on nothing)."""
     if not numbers:
         raise DataFormatError(path, None, "expected at least one data row after the header, got none")

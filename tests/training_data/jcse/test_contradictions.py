@@ -25,7 +25,13 @@ def corpus() -> list[ParsedSentence]:
 def test_rows_pair_each_anchor_with_itself_and_k_contradictions():
     rows = contradiction_rows(corpus(), ChunkSwapGenerator(corpus()), k=2, seed=0)
     assert len(rows) == 5 * 2
-    assert rows.column_names == ["anchor", "positive", "negative"]
+    assert rows.column_names == ["anchor", "positive", "negative", "group"]
+    # one group per anchor sentence: its k rows share it, different sentences never do
+    by_anchor: dict[str, set] = {}
+    for row in rows:
+        by_anchor.setdefault(row["anchor"], set()).add(row["group"])
+    assert all(len(g) == 1 for g in by_anchor.values())
+    assert len({next(iter(g)) for g in by_anchor.values()}) == len(by_anchor) < len(rows)
     assert rows["anchor"] == rows["positive"]
     symptoms = {"発熱", "頭痛", "咳嗽", "悪寒", "嘔吐"}
     for anchor, negative in zip(rows["anchor"], rows["negative"]):

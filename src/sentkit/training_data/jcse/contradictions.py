@@ -17,7 +17,7 @@ from typing import Protocol
 
 from datasets import Dataset
 from sentkit.atomic import atomic_write_bytes
-from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
+from sentkit.datasets.columns import ANCHOR, GROUP, NEGATIVE, POSITIVE
 from sentkit.datasets.lines import iter_jsonl
 from sentkit.errors import DataFormatError
 from sentkit.training_data.jcse.chunk_masking import mask_noun_chunks
@@ -39,16 +39,19 @@ def contradiction_rows(
     seed: int = 0,
     max_chunks: int | None = None,
 ) -> Dataset:
-    """One row per (anchor, contradiction): anchor, positive (= anchor), negative; sentences without noun
-    chunks, or for which the generator found nothing, give no row."""
+    """One row per (anchor, contradiction): anchor, positive (= anchor), negative, and `group` numbering the
+    anchor sentence, so its k rows are not each other's in-batch negatives (sentkit.objectives.negatives;
+    JCSE's code contrasts them, which with a large corpus rarely happens in one batch). Sentences without
+    noun chunks, or for which the generator found nothing, give no row."""
     masked = [m for m in (mask_noun_chunks(s, max_chunks) for s in corpus) if m is not None]
     generated = generator.generate(masked, k=k, seed=seed)
-    columns: dict[str, list[str]] = {ANCHOR: [], POSITIVE: [], NEGATIVE: []}
-    for sentence, negatives in zip(masked, generated, strict=True):
+    columns: dict[str, list] = {ANCHOR: [], POSITIVE: [], NEGATIVE: [], GROUP: []}
+    for group, (sentence, negatives) in enumerate(zip(masked, generated, strict=True)):
         for negative in negatives:
             columns[ANCHOR].append(sentence.anchor)
             columns[POSITIVE].append(sentence.anchor)
             columns[NEGATIVE].append(negative)
+            columns[GROUP].append(group)
     if not columns[ANCHOR]:
         raise ValueError(
             f"generator {generator.name!r} produced no contradiction for {len(masked)} sentences"
@@ -57,7 +60,7 @@ def contradiction_rows(
 
 
 def write_rows(dataset: Dataset, path: str | Path) -> Path:
-    """Write text rows as .jsonl (one object a line) or .csv (header anchor,positive,negative), atomically;
+    """Write rows as .jsonl (one object a line) or .csv (header anchor,positive,negative[,group]), atomically;
     both read back through `sentkit.training_data.specs.load_training_data`."""
     path = Path(path)
     names = list(dataset.column_names)

@@ -1,0 +1,242 @@
+"""One `sentkit encode` run into a shard folder: check what the folder holds, encode what is missing.
+
+Order of work: every check that needs no model (output folder, inputs, an existing manifest's settings and
+inputs), then the model (its fingerprint must match the manifest's), then the shard files against their
+recorded sha256. A finished folder whose inputs are unchanged is left alone ("nothing to do"). Otherwise the
+engine encodes the missing shards; the manifest lists each finished shard, is rewritten at most every
+SAVE_EVERY_S seconds while shards arrive and always when the run ends, fails or is interrupted. A shard
+written but not yet listed when the process is killed is simply encoded again by the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sentkit.atomic import check_writable_dir
+from sentkit.corpus.engine_local import EncodeJob, run_local
+from sentkit.corpus.manifest import MANIFEST, Manifest, now
+from sentkit.corpus.readers import InputFile, input_files
+from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork
+from sentkit.errors import InvalidArgument, OutputPathError
+
+ENGINES = ("auto", "local", "ray")
+SAVE_EVERY_S = 10.0
+LOCK_FILE = ".lock"
+
+
+@dataclass
+class EncodeRequest:
+    """A `sentkit encode` into a shard folder, as the CLI passes it on."""
+
+    input: str
+    output: str
+    model: str
+    settings: ShardSettings
+    engine: str = "auto"
+    workers: int | None = None
+    threads: int | None = None
+    device: str = "auto"
+    address: str | None = None
+
+
+def encode_corpus(
+    request: EncodeRequest,
+    load_model: Callable[[str], object] | None = None,
+    log: Callable[[str], None] | None = None,
+    before_shard: Callable[[ShardWork], None] | None = None,
+) -> dict:
+    """Encode the shards of `request.input` missing from `request.output`; returns a summary
+    (`status` "complete" or "nothing to do", shards written, shards and rows in the folder)."""
+    log = log or _stderr
+    folder = Path(request.output)
+    engine = choose_engine(request.engine, request.address)
+    if request.workers is not None and engine == "local":
+        raise InvalidArgument("--workers sets the Ray actor count; it needs --engine ray")
+    check_writable_dir(folder)
+    if folder.is_dir() and not (folder / MANIFEST).is_file() and _foreign_files(folder):
+        raise OutputPathError(f"{folder}: holds files but no {MANIFEST}; give an empty or a new folder")
+    inputs = input_files(request.input, request.settings.input_format)
+    manifest = Manifest.load(folder)
+    if manifest is not None:
+        _check_without_model(manifest, request.settings, inputs)
+
+    if request.threads is not None:
+        import torch
+
+        torch.set_num_threads(request.threads)
+    encoder = (load_model or _load_encoder)(request.model)
+    from sentkit.encoders.fingerprint import model_fingerprint
+
+    model = {"name": request.model, "fingerprint": model_fingerprint(encoder)}
+    if engine == "ray":
+        encoder = None  # the actors load their own copies
+    folder.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(folder):
+        _remove_temporary_files(folder)
+        manifest = Manifest.load(folder)  # again, under the lock
+        if manifest is not None:
+            manifest.check_request(request.settings, model, inputs)
+            manifest.check_shard_files()
+            if manifest.complete and manifest.inputs_unchanged():
+                rows, shards = manifest.data["rows"], len(manifest.shards)
+                log(
+                    f"nothing to do: {folder} already holds all {rows} rows ({shards} shards) of {request.input}"
+                )
+                return {
+                    "status": "nothing to do",
+                    "written": 0,
+                    "shards": shards,
+                    "rows": rows,
+                    "folder": str(folder),
+                }
+        else:
+            manifest = Manifest.new(folder, request.settings, model, inputs)
+            manifest.save()
+        job = EncodeJob(
+            inputs=inputs,
+            folder=folder.resolve(),  # workers write there, whatever their working directory
+            settings=request.settings,
+            model=_portable_name(request.model),
+            done=manifest.done(),
+            known_rows=[manifest.known_rows(i) for i in range(len(inputs))],
+            threads=request.threads,
+            device=request.device,
+            workers=request.workers,
+            address=request.address,
+            before_shard=before_shard,
+        )
+        return _run(job, engine, encoder, manifest, log)
+
+
+def choose_engine(engine: str, address: str | None) -> str:
+    """The engine to run: "auto" is Ray Data when it is installed, else in-process; `--address` needs Ray."""
+    if engine not in ENGINES:
+        raise InvalidArgument(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    has_ray = importlib.util.find_spec("ray") is not None
+    if engine == "auto":
+        engine = "ray" if has_ray or address else "local"
+    if engine == "local" and address:
+        raise InvalidArgument("--address names a Ray cluster; it needs --engine ray")
+    if engine == "ray" and not has_ray:
+        raise InvalidArgument("--engine ray needs Ray Data: pip install 'sentkit[ray]'")
+    return engine
+
+
+def _run(job: EncodeJob, engine: str, encoder, manifest: Manifest, log) -> dict:
+    info: dict = {"engine": engine, "started": now()}
+    start = last_save = time.perf_counter()
+    written = rows_written = 0
+    try:
+        if engine == "local":
+            items = run_local(job, encoder, info)
+            import torch
+
+            info["threads"] = torch.get_num_threads()
+        else:
+            from sentkit.corpus.engine_ray import run_ray
+
+            items = run_ray(job, info)
+        for item in items:
+            if isinstance(item, InputEnd):
+                manifest.end_input(item)
+                continue
+            seconds = item.pop("seconds", None)
+            manifest.add_shard(item)
+            written += 1
+            rows_written += item["rows"]
+            source = job.inputs[item["input"]].path
+            last = item["first_row"] + item["rows"] - 1
+            rate = f", {item['rows'] / seconds:.0f} rows/s" if seconds else ""
+            log(f"{item['name']}: rows {item['first_row']}-{last} of {source}{rate}")
+            if time.perf_counter() - last_save >= SAVE_EVERY_S:
+                manifest.save()
+                last_save = time.perf_counter()
+        manifest.mark_complete()
+        info["status"] = "complete"
+    except BaseException as err:
+        info["status"] = f"stopped: {type(err).__name__}: {' '.join(str(err).split())[:300]}"
+        raise
+    finally:
+        info |= {"shards_written": written, "rows_written": rows_written}
+        info["seconds"] = round(time.perf_counter() - start, 2)
+        manifest.add_run(info)
+        manifest.save()
+    total_rows, shards = manifest.data["rows"], len(manifest.shards)
+    dim = manifest.data["model"].get("dim")
+    log(
+        f"{manifest.folder}: {written} shards written this run; {shards} shards, {total_rows} rows"
+        + (f" x {dim} {job.settings.dtype}" if dim else "")
+    )
+    return {
+        "status": "complete",
+        "written": written,
+        "shards": shards,
+        "rows": total_rows,
+        "folder": str(manifest.folder),
+    }
+
+
+def _check_without_model(manifest: Manifest, settings: ShardSettings, inputs: list[InputFile]) -> None:
+    """The manifest checks that need no model, run before it loads (seconds to minutes)."""
+    recorded = {
+        "fingerprint": manifest.data["model"].get("fingerprint"),
+        "name": manifest.data["model"].get("name"),
+    }
+    manifest.check_request(settings, recorded, inputs)
+
+
+def _load_encoder(name: str):
+    from sentkit.encoders import load_encoder
+
+    return load_encoder(name)
+
+
+def _portable_name(name: str) -> str:
+    """A model name a worker process can load from any directory: local folders made absolute."""
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.exists() else name
+
+
+def _foreign_files(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name != LOCK_FILE and not _is_temporary(p.name)]
+
+
+def _is_temporary(name: str) -> bool:
+    # atomic_write_bytes writes `.<name>.<random>.tmp` beside the target
+    return name.startswith((".shard-", f".{MANIFEST}.")) and name.endswith(".tmp")
+
+
+def _remove_temporary_files(folder: Path) -> None:
+    """Half-written shard or manifest files left by a killed run (never listed in the manifest)."""
+    for path in folder.iterdir():
+        if _is_temporary(path.name):
+            path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path):
+    """An exclusive lock on the folder for the run: a second `sentkit encode` into it is refused."""
+    with open(folder / LOCK_FILE, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            yield
+            return
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputPathError(f"{folder}: another sentkit encode is writing into this folder") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

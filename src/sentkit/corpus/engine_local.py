@@ -1,0 +1,68 @@
+"""The in-process engine: this process reads the inputs and encodes one shard after another."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sentkit.corpus.readers import InputFile
+from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork, encode_and_write, iter_work
+from sentkit.errors import InvalidArgument
+
+
+@dataclass
+class EncodeJob:
+    """What an engine needs: the inputs and settings, the shards already done, how to run the encoder.
+
+    `model` is the name workers load (an absolute path for a local folder); `before_shard` runs where a
+    shard is about to be encoded (tests inject faults there).
+    """
+
+    inputs: list[InputFile]
+    folder: Path
+    settings: ShardSettings
+    model: str
+    done: dict[int, dict[int, dict]] = field(default_factory=dict)
+    known_rows: list[int | None] = field(default_factory=list)
+    threads: int | None = None
+    device: str = "auto"
+    workers: int | None = None
+    address: str | None = None
+    before_shard: Callable[[ShardWork], None] | None = None
+
+    def work(self, index: int) -> Iterator[ShardWork | InputEnd]:
+        """Input `index`'s shards still to encode, then its end (finished shards are checked and skipped)."""
+        known = self.known_rows[index] if index < len(self.known_rows) else None
+        return iter_work(self.inputs[index], index, self.settings, self.done.get(index), known)
+
+
+def place_encoder(encoder, device: str):
+    """`encoder` on `device` ("auto": a GPU when torch sees one and the encoder is a torch module);
+    returns (encoder, the device name it runs on)."""
+    is_module = callable(getattr(encoder, "to", None)) and hasattr(encoder, "parameters")
+    if device == "cpu" or not is_module:
+        if device == "cuda":
+            raise InvalidArgument(f"--device cuda: {type(encoder).__name__} runs on the CPU only")
+        return encoder, "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        if device == "cuda":
+            raise InvalidArgument("--device cuda: torch sees no GPU")
+        return encoder, "cpu"
+    return encoder.to("cuda"), "cuda"
+
+
+def run_local(job: EncodeJob, encoder, info: dict) -> Iterator[dict | InputEnd]:
+    """Encode every missing shard in this process, input by input; yields shard records and input ends."""
+    encoder, info["device"] = place_encoder(encoder, job.device)
+    info["workers"] = 1
+    for index, source in enumerate(job.inputs):
+        for item in job.work(index):
+            if isinstance(item, InputEnd):
+                yield item
+                continue
+            if job.before_shard is not None:
+                job.before_shard(item)
+            yield encode_and_write(encoder, item, job.settings, job.folder, source.path)
