@@ -22,13 +22,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def add_run_args(parser, *, out: str, seeds: bool = False) -> None:
     """The flags every example shares: evaluation batch, seed, threads, data root, output folder, smoke.
 
-    With `seeds`, `--seeds 42,43,44` (several training seeds, resumable: examples/seeds.py) replaces `--seed`.
+    With `seeds`, `--seeds 42,43,44` (several training seeds, resumable: examples/seeds.py) replaces `--seed`,
+    and `--keep-checkpoints` is added.
     """
     parser.add_argument("--eval-batch-size", type=int, default=64)
     if seeds:
-        from seeds import add_seeds_arg
+        from seeds import add_seed_args
 
-        add_seeds_arg(parser)
+        add_seed_args(parser)
     else:
         parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=2)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -43,7 +44,9 @@ OPPOSITE = "not reproduced: the opposite direction"
 INCONCLUSIVE_CI = "inconclusive: the 95% CI includes 0"
 INCONCLUSIVE_SEEDS = "inconclusive: the seeds disagree in sign"
 # settings that do not change what a seed's rows measure: they may differ between sessions of one results file
-NOT_SETTINGS = frozenset({"seeds", "threads", "out", "eval_batch_size", "data_root", "no_plot"})
+NOT_SETTINGS = frozenset(
+    {"seeds", "threads", "out", "eval_batch_size", "data_root", "no_plot", "keep_checkpoints"}
+)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -57,7 +60,8 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def add_seeds_arg(parser: argparse.ArgumentParser) -> None:
+def add_seed_args(parser: argparse.ArgumentParser) -> None:
+    """--seeds, and --keep-checkpoints (else a scored run's resumable checkpoints are deleted)."""
     parser.add_argument(
         "--seeds",
         type=parse_seeds,
@@ -65,6 +69,22 @@ def add_seeds_arg(parser: argparse.ArgumentParser) -> None:
         help=f"training seeds, comma-separated (default {FULL_SEEDS}; {QUICK_SEEDS} with --quick); "
         "seeds already complete in <out>/results.json are skipped",
     )
+    parser.add_argument(
+        "--keep-checkpoints",
+        action="store_true",
+        help="keep each finished run's checkpoint-* folders (optimizer state, about twice the model); "
+        "by default they are deleted once the run is scored, best/ stays",
+    )
+
+
+def drop_checkpoints(run_dir: str | Path) -> None:
+    """Delete a finished run's resumable checkpoints (the optimizer state is most of a run's disk: three
+    seeds of five e5-small rows would hold about 25 GB); its best/, results and logs stay."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "results.json").is_file():
+        raise ValueError(f"{run_dir}: not a finished run (no results.json); its checkpoints are kept")
+    for checkpoint in sorted(run_dir.glob("checkpoint-*")):
+        shutil.rmtree(checkpoint)
 
 
 def seeds_of(args: argparse.Namespace, quick: bool) -> list[int]:

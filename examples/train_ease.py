@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from before_after import add_run_args  # noqa: E402 - the examples' shared flags
-from seeds import Claim, Row, SeedRuns, seeds_of, settings_of  # noqa: E402 - seeds and paired comparisons
+from seeds import Claim, Row, SeedRuns, drop_checkpoints, seeds_of, settings_of  # noqa: E402 - seeds and paired comparisons
 
 ENGLISH_STC = ("agnews", "biomedical", "searchsnippets", "stackoverflow", "tweet")
 GENSIM_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -325,6 +325,8 @@ def main(argv=None) -> dict:
             model, info = train_one(args, row.key, seed, *specs[row.key])
             tasks = partial(ablation_tasks if row in ABLATIONS else all_tasks, args)
             runs.score(row.key, seed, model, tasks, data_root=args.data_root, train=info)
+            if not args.keep_checkpoints:
+                drop_checkpoints(info["run_dir"])
     runs.note(
         "last_session",
         {

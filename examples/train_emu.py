@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from seeds import Claim, Row, SeedRuns, add_seeds_arg, seeds_of, settings_of
+from seeds import Claim, Row, SeedRuns, add_seed_args, drop_checkpoints, seeds_of, settings_of
 
 METHODS = ("softmax", "emu-no-ld", "emu")
 LABELS = {"base": "base", "softmax": "softmax", "emu-no-ld": "Emu w/o LD", "emu": "Emu"}
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="e5-small-m")
     parser.add_argument("--methods", default=",".join(METHODS), help="objectives to train, comma-separated")
-    add_seeds_arg(parser)
+    add_seed_args(parser)
     parser.add_argument("--max-steps", type=int, default=120, help="encoder updates per run")
     parser.add_argument("--batch-size", type=int, default=16, help="Emu's batch size: 16")
     parser.add_argument(
@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "train_log": _train_log(run_dir),
             }
             runs.score(method, seed, run_dir / "best", tasks, data_root=root, train=info)
+            if not args.keep_checkpoints:
+                drop_checkpoints(run_dir)
     runs.note("last_session", {"seeds_trained": todo, "total_s": round(time.perf_counter() - t0, 1)})
     plot_method = "emu" if "emu" in methods else methods[-1]
     first = next((s for s in seeds if runs.done(plot_method, s)), None)

@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from before_after import add_run_args
-from seeds import Claim, Row, SeedRuns, seeds_of, settings_of
+from seeds import Claim, Row, SeedRuns, drop_checkpoints, seeds_of, settings_of
 
 ROWS = ("direct", "unsup", "stage1", "stage1+2", "stage2")
 ROW_NAMES = {
@@ -181,6 +181,8 @@ def run(args) -> dict:
                 runs.score(
                     f"{label}/{row}", seed, encoder_dir, tasks, data_root=args.data_root, train=trained
                 )
+                if not args.keep_checkpoints:
+                    drop_checkpoints(trained["run_dir"])
     runs.note("last_session", {"total_s": round(time.perf_counter() - t0, 1)})
     return runs.finish(more=partial(details_markdown, rows=runs.rows))
 

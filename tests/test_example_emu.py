@@ -42,6 +42,8 @@ def test_train_emu_seeds_and_resume(tmp_path, data_root, monkeypatch):
             assert entry["scores"][task]["chance_mean"] == full["tasks"][task]["meta"]["chance_mean"] > 0
         assert any("loss_critic_l_d" in h for h in entry["train"]["train_log"])
         assert entry["train"]["objective"]["num_classes"] == 31  # MARC's English product categories
+        run_dir = Path(entry["train"]["run_dir"])  # scored: its resumable checkpoints are gone, best/ stays
+        assert (run_dir / "best").is_dir() and not list(run_dir.glob("checkpoint-*"))
     assert (
         written["extra"]["data"]["train_rows"] == 5000
         and written["extra"]["data"]["adversarial_rows"] == 5 * 20

@@ -168,7 +168,20 @@ def test_seed_lists(seeds_module):
         with pytest.raises(argparse.ArgumentTypeError):
             seeds_module.parse_seeds(bad)
     parser = argparse.ArgumentParser()
-    seeds_module.add_seeds_arg(parser)
+    seeds_module.add_seed_args(parser)
     assert seeds_module.seeds_of(parser.parse_args([]), quick=False) == [42, 43, 44]
     assert seeds_module.seeds_of(parser.parse_args([]), quick=True) == [42]
     assert seeds_module.seeds_of(parser.parse_args(["--seeds", "7"]), quick=False) == [7]
+
+
+def test_drop_checkpoints_only_in_finished_runs(seeds_module, tmp_path):
+    run = tmp_path / "run"
+    for folder in ("checkpoint-10", "checkpoint-20", "best"):
+        (run / folder).mkdir(parents=True)
+        (run / folder / "model.safetensors").write_bytes(b"x")
+    with pytest.raises(ValueError, match="not a finished run"):
+        seeds_module.drop_checkpoints(run)
+    assert len(list(run.glob("checkpoint-*"))) == 2
+    (run / "results.json").write_text("{}")
+    seeds_module.drop_checkpoints(run)
+    assert sorted(p.name for p in run.iterdir()) == ["best", "results.json"]
