@@ -64,14 +64,21 @@ def _check_creatable(path: Path) -> None:
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` through a temporary sibling and one rename; the file gets 0o666 & ~umask."""
+    with _atomic_handle(path, "wb") as fh:
+        fh.write(data)
+
+
+@contextmanager
+def _atomic_handle(path: str | Path, mode: str, **options) -> Iterator:
+    """A handle on a temporary sibling of `path`, flushed, given open()'s mode bits (mkstemp makes 0600),
+    synced and renamed over `path` when the block ends without an error; on an error nothing replaces it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        with os.fdopen(fd, mode, **options) as fh:
+            yield fh
             fh.flush()
-            # mkstemp makes 0600 files; give the file the mode open() would have
             os.fchmod(fh.fileno(), 0o666 & ~_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -166,20 +173,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         raise
 
 
-@contextmanager
-def atomic_text_writer(path: str | Path) -> Iterator:
+def atomic_text_writer(path: str | Path):
     """A UTF-8 text handle on a temporary sibling of `path`, renamed over it when the block ends without an
     error (streamed output too large to build in memory first); on an error nothing replaces `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            yield fh
-            fh.flush()
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return _atomic_handle(path, "w", encoding="utf-8", newline="\n")
