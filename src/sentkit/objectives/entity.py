@@ -174,12 +174,8 @@ class EntityAwareContrastive(nn.Module):
         )
         terms = {"entity": self.config.entity_weight * entity_loss}
         rows, width = len(first), len(entities) + (len(negatives) if negatives is not None else 0)
-        kept = torch.zeros((rows, width), dtype=torch.bool)  # True = removed from row i's softmax
-        if exclude is not None:
-            kept[:, : len(entities)] = exclude.cpu()
-        if exclude_negatives is not None:
-            kept[:, len(entities) :] = exclude_negatives.cpu()
-        self.chance = {"entity": self.config.entity_weight * uniform_softmax_loss(rows, width, kept)}
+        chance = uniform_softmax_loss(rows, width, exclude, exclude_negatives)
+        self.chance = {"entity": self.config.entity_weight * chance}
         if self.config.dropout_loss:
             candidates, offset = gather_with_grad(views[1])  # (world * batch, hidden)
             terms["dropout"] = info_nce(first, candidates, self.config.temperature, offset, group_pairs)

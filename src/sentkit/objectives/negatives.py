@@ -45,11 +45,17 @@ def masked(logits: torch.Tensor, exclude: torch.Tensor | None) -> torch.Tensor:
 
 
 def uniform_softmax_loss(
-    rows: int, candidates: int, exclude: torch.Tensor | None = None, extra_weight: float = 0.0
+    rows: int, candidates: int, *excluded: torch.Tensor | None, extra_weight: float = 0.0
 ) -> float:
     """The loss of a softmax over candidates a model cannot tell apart (all logits equal): the mean over rows
-    of ln(kept candidates + extra_weight), where `exclude` (rows, candidates) removes some per row and
-    `extra_weight` adds weighted candidates (a hard negative's alpha - 1). This is the term's chance value:
-    a contrastive loss near it means the batch's candidates are not being told apart."""
-    kept = torch.full((rows,), float(candidates)) if exclude is None else (~exclude).sum(1).float().cpu()
-    return float(torch.log(kept + extra_weight).mean()) if rows else math.nan
+    of ln(kept candidates + extra_weight). Each of `excluded` is a bool block (rows, some of the columns),
+    or None, whose True entries remove candidates from a row; `extra_weight` adds weighted candidates (a
+    hard negative's alpha - 1). This is the term's chance value: a contrastive loss near it means the
+    batch's candidates are not being told apart."""
+    if not rows:
+        return math.nan
+    kept = torch.full((rows,), float(candidates))
+    for block in excluded:
+        if block is not None:
+            kept -= block.sum(1).float().cpu()
+    return float(torch.log(kept + extra_weight).mean())

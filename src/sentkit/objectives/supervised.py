@@ -102,11 +102,7 @@ class SupervisedSimCSE(nn.Module):
         )
         candidates = len(positives) + (len(negatives) if negatives is not None else 0)
         alpha = self.config.hard_negative_weight - 1.0 if negatives is not None else 0.0
-        exclude_all = None if exclude is None else _padded(exclude, candidates)
-        self.chance = {"contrastive": uniform_softmax_loss(len(views[0]), candidates, exclude_all, alpha)}
+        self.chance = {
+            "contrastive": uniform_softmax_loss(len(views[0]), candidates, exclude, extra_weight=alpha)
+        }
         return {"contrastive": loss}
-
-
-def _padded(exclude: torch.Tensor, columns: int) -> torch.Tensor:
-    """`exclude` (rows, P) widened with False columns to (rows, columns): the negatives' block is kept."""
-    return torch.cat([exclude, exclude.new_zeros((exclude.shape[0], columns - exclude.shape[1]))], 1)
