@@ -213,6 +213,7 @@ class SeedRuns:
     ) -> dict:
         """Evaluate `model` (a name or folder, or an encoder) on fresh `tasks()` with sentkit's evaluation
         and record it as `row` at `seed` (None for a row scored once)."""
+        from sentkit.corpus.engine_local import place_encoder
         from sentkit.encoders import load_encoder
         from sentkit.evaluate import evaluate
 
@@ -220,8 +221,10 @@ class SeedRuns:
         folder = self.out / "evals" / (key if key == ONCE else f"seed{key}") / _slug(row)
         prepared = {task.name: task for task in tasks()}
         clock = time.perf_counter()
+        encoder = load_encoder(str(model)) if isinstance(model, (str, Path)) else model
+        encoder, _ = place_encoder(encoder, "auto")  # a GPU when torch sees one, else as loaded
         results = evaluate(
-            load_encoder(str(model)) if isinstance(model, (str, Path)) else model,
+            encoder,
             list(prepared),
             out=folder,
             prepared=prepared,

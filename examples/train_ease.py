@@ -113,8 +113,29 @@ def parse_args(argv):
     return args
 
 
+# what may differ between two builds of the same rows: where they are written, how many processes, and
+# where the dump and the data lie (the dump is matched by file name and size instead)
+MACHINE_FIELDS = ("out", "processes", "data_root", "dump")
+
+
+def reusable(manifest_file: Path, config) -> bool:
+    """True when `manifest_file` records a build of the same rows as `config` (so a later session, or
+    another machine given the folder, trains on exactly those rows instead of rebuilding them)."""
+    if not manifest_file.is_file():
+        return False
+    import json
+
+    built = json.loads(manifest_file.read_text(encoding="utf-8")).get("config", {})
+    wanted = dataclasses.asdict(config)
+    same = all(built.get(k) == v for k, v in wanted.items() if k not in MACHINE_FIELDS)
+    return same and Path(built.get("dump", "")).name == Path(config.dump).name
+
+
 def build_pairs(args, dump: str) -> tuple[Path, dict]:
-    from sentkit.training_data.ease.entity_pairs import EaseBuildConfig, build_entity_pairs
+    """The EASE rows: built once per settings into <out>/pairs, reused when that build matches."""
+    import json
+
+    from sentkit.training_data.ease.entity_pairs import MANIFEST, EaseBuildConfig, build_entity_pairs
 
     out = Path(args.out) / "pairs"
     config = EaseBuildConfig(
@@ -130,6 +151,9 @@ def build_pairs(args, dump: str) -> tuple[Path, dict]:
         data_root=args.data_root or "",
         max_rows=args.max_rows,
     )
+    if reusable(out / MANIFEST, config):
+        print(f"reusing the rows built in {out}", flush=True)
+        return out, json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     return out, build_entity_pairs(config, log=print)
 
 
