@@ -62,3 +62,28 @@ def test_train_ease_quick_seed_rows(tmp_path, data_root, monkeypatch):
 
     monkeypatch.setattr(sentkit.training, "train", no_training)
     assert train_ease.main(argv)["scored"] == results["scored"]
+
+
+def test_built_rows_are_reused_only_for_the_same_settings(tmp_path, monkeypatch):
+    """A build in <out>/pairs is reused when only the machine differs (folders, processes, where the dump
+    lies), and rebuilt when anything that decides the rows differs."""
+    import dataclasses
+    import json
+
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import train_ease
+
+    from sentkit.training_data.ease.entity_pairs import EaseBuildConfig
+
+    built = EaseBuildConfig(
+        dump="/a/wiki.xml.bz2", out="/a/pairs", min_links=5, processes=2, seed=42, max_rows=4000
+    )
+    manifest = tmp_path / "ease.json"
+    assert not train_ease.reusable(manifest, built)  # nothing built yet
+    manifest.write_text(json.dumps({"config": dataclasses.asdict(built)}), encoding="utf-8")
+    elsewhere = dataclasses.replace(
+        built, dump="/b/wiki.xml.bz2", out="/b/pairs", processes=8, data_root="/d"
+    )
+    assert train_ease.reusable(manifest, elsewhere)
+    for change in ({"max_rows": 100}, {"min_links": 10}, {"seed": 0}, {"dump": "/a/other.xml.bz2"}):
+        assert not train_ease.reusable(manifest, dataclasses.replace(built, **change)), change
