@@ -87,3 +87,27 @@ def test_built_rows_are_reused_only_for_the_same_settings(tmp_path, monkeypatch)
     assert train_ease.reusable(manifest, elsewhere)
     for change in ({"max_rows": 100}, {"min_links": 10}, {"seed": 0}, {"dump": "/a/other.xml.bz2"}):
         assert not train_ease.reusable(manifest, dataclasses.replace(built, **change)), change
+
+
+@pytest.mark.slow  # builds rows from gensim's dump sample, 2 tiny 4-step trainings, 3 STS-B dev scorings
+def test_entity_lr_dev_choice(tmp_path, data_root, monkeypatch):
+    """examples/ease_entity_lr.py: each candidate's run is scored on STS-B dev, the entity loss is traced
+    beside its chance value, a larger entity lr changes that trace, and the choice is the best dev score."""
+    pytest.importorskip("gensim", reason="gensim not installed: pip install 'sentkit[ease]'")
+    from test_trainer import save_tiny_model
+
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import ease_entity_lr
+
+    model = save_tiny_model(tmp_path / "tiny")
+    argv = ["--quick", "--no-wikipedia2vec", "--model", model, "--entity-lrs", "0,1e-1"]
+    record = ease_entity_lr.main([*argv, "--out", str(tmp_path / "out"), "--data-root", str(data_root)])
+    runs = record["runs"]
+    assert list(runs) == ["0", "1e-1"] and record["dev_task"] == "stsb-dev"
+    for run in runs.values():
+        assert -100 <= run["dev"] <= 100 and run["entity_trace"]
+        assert all(0 < step["loss_entity"] and 0 < step["chance_entity"] for step in run["entity_trace"])
+    assert runs["0"]["entity_trace"] != runs["1e-1"]["entity_trace"]  # the table's lr reaches the loss
+    assert record["chosen"] == ease_entity_lr.choose(runs)
+    assert runs[record["chosen"]]["dev"] == max(run["dev"] for run in runs.values())
+    assert ease_entity_lr.choose({"1e-3": {"dev": 70.0}, "1e-4": {"dev": 70.0}}) == "1e-4"  # tie: smaller lr
