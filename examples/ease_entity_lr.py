@@ -15,7 +15,6 @@ candidate with the best dev score (ties: the smallest lr).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,16 +22,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_ease  # noqa: E402 - the EASE example's rows, vectors and training
 from seeds import seeds_of  # noqa: E402
-
-
-def entity_trace(run_dir: Path) -> list[dict]:
-    """The logged entity loss and its chance value per step, from the run's last checkpoint."""
-    states = sorted(Path(run_dir).glob("checkpoint-*/trainer_state.json"))
-    if not states:
-        return []
-    history = json.loads(states[-1].read_text(encoding="utf-8"))["log_history"]
-    keys = ("loss_entity", "chance_entity", "loss_dropout", "chance_dropout")
-    return [{"step": h["step"], **{k: h[k] for k in keys if k in h}} for h in history if "loss_entity" in h]
 
 
 def choose(runs: dict[str, dict]) -> str:
@@ -95,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"== EASE, entity_lr {lr} (0 = the run's lr {args.lr}), seed {seed}", flush=True)
         name = f"ease-entity-lr-{lr}"
         model, info = train_ease.train_one(args, name, seed, "ease", data, options)
-        trace = entity_trace(Path(info["run_dir"]))
+        trace = [step for step in info["train_log"] if "loss_entity" in step]
         record["runs"][lr] = {
             "dev": dev_score(model, name),
             "entity_trace": trace,

@@ -77,6 +77,20 @@ def add_seed_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def train_log(run_dir: str | Path) -> list[dict]:
+    """Every logged step's loss terms and their chance values (`loss_*`, `chance_*`), from the run's last
+    checkpoint; empty when the run kept none."""
+    states = sorted(Path(run_dir).glob("checkpoint-*/trainer_state.json"))
+    if not states:
+        return []
+    history = json.loads(states[-1].read_text(encoding="utf-8"))["log_history"]
+    return [
+        {k: v for k, v in h.items() if k == "step" or k.startswith(("loss", "chance"))}
+        for h in history
+        if "loss" in h
+    ]
+
+
 def drop_checkpoints(run_dir: str | Path) -> None:
     """Delete a finished run's resumable checkpoints (the optimizer state is most of a run's disk: three
     seeds of five e5-small rows would hold about 25 GB); its best/, results and logs stay."""

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from before_after import add_run_args  # noqa: E402 - the examples' shared flags
-from seeds import Claim, Row, SeedRuns, drop_checkpoints, seeds_of, settings_of  # noqa: E402 - seeds and paired comparisons
+from seeds import Claim, Row, SeedRuns, drop_checkpoints, seeds_of, settings_of, train_log  # noqa: E402 - seeds and paired comparisons
 
 ENGLISH_STC = ("agnews", "biomedical", "searchsnippets", "stackoverflow", "tweet")
 GENSIM_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -271,6 +271,7 @@ def train_one(args, name: str, seed: int, objective: str, data, options: str = "
         "sentences_sha256": digest_rows(*(data[c] for c in (ANCHOR, GROUP) if c in data.column_names)),
         "train_loss": (trained.get("train") or {}).get("train_loss"),
         "train_s": round(time.perf_counter() - clock, 1),
+        "train_log": train_log(run_dir),  # each loss term beside its chance value (entity: ln N x lambda)
     }
     return run_dir / "best", info
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import time
 from functools import partial
 from pathlib import Path
 
 import numpy as np
-from seeds import Claim, Row, SeedRuns, add_seed_args, drop_checkpoints, seeds_of, settings_of
+from seeds import Claim, Row, SeedRuns, add_seed_args, drop_checkpoints, seeds_of, settings_of, train_log
 
 METHODS = ("softmax", "emu-no-ld", "emu")
 LABELS = {"base": "base", "softmax": "softmax", "emu-no-ld": "Emu w/o LD", "emu": "Emu"}
@@ -200,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "run_dir": str(run_dir),
                 "objective": dataclasses.asdict(objective_config(method, **config.objective_overrides())),
                 "train_s": round(time.perf_counter() - clock, 1),
-                "train_log": _train_log(run_dir),
+                "train_log": train_log(run_dir),
             }
             runs.score(method, seed, run_dir / "best", tasks, data_root=root, train=info)
             if not args.keep_checkpoints:
@@ -265,18 +264,6 @@ def _cross(scores: dict) -> float:
     """The mean over pairs of two different languages (A->B, A != B)."""
     values = [v for k, v in scores.items() if "->" in k and k.split("->")[0] != k.split("->")[1]]
     return float(np.mean(values)) if values else float("nan")
-
-
-def _train_log(run_dir: Path) -> list[dict]:
-    states = sorted(run_dir.glob("checkpoint-*/trainer_state.json"))
-    if not states:
-        return []
-    history = json.loads(states[-1].read_text(encoding="utf-8"))["log_history"]
-    return [
-        {k: v for k, v in h.items() if k == "step" or k.startswith(("loss", "chance"))}
-        for h in history
-        if "loss" in h
-    ]
 
 
 def _plot_tsne(models: dict[str, str], args, path: Path, top: int = 8) -> Path:

@@ -44,6 +44,11 @@ def test_train_ease_quick_seed_rows(tmp_path, data_root, monkeypatch):
     simcse, ease = seeded["simcse-unsup"]["train"], seeded["ease"]["train"]
     assert simcse["columns"] == ["anchor", "lang", "group"] and set(simcse["columns"]) < set(ease["columns"])
     assert simcse["sentences_sha256"] == ease["sentences_sha256"]  # the same sentences, order and groups
+    last = ease["train_log"][-1]  # each term beside its chance value, kept in the results
+    assert (
+        last["step"] == 4 and last["chance_entity"] > 0 and "loss_entity" in last and "loss_dropout" in last
+    )
+    assert "loss_entity" not in simcse["train_log"][-1]
     tasks = ["mewsc16-30", *(f"{name}-60" for name in train_ease.ENGLISH_STC), "sts17"]
     assert list(seeded["ease"]["scores"]) == tasks
 
