@@ -24,10 +24,9 @@ over several seeds of the AMR encoder, with the paper's table cells beside.
     python examples/amr_retrofit.py --quick      # one seed, tiny training, 100-row samples: minutes
     python examples/amr_retrofit.py              # seeds 42,43,44; transfer test sets sampled
 
-Time on 2 CPU cores: one seed of the full run took about 18 min before the move to seeds (AMR training
-7 min, the rest scoring), without the weighted row and the intervals: expect at least that per seed. Each
-seed trains its own AMR encoder; the text-only and control rows are scored in the first session only.
-`--quick` took 8 min on 2 cores shared with a training job.
+Time on 2 CPU cores: the full run (3 seeds) took 30 min: the text-only and control rows about 3.5 min once,
+then 8-10 min a seed (AMR encoder training and scoring). Each seed trains its own AMR encoder; the text-only
+and control rows are scored in the first session only.
 """
 
 from __future__ import annotations
