@@ -6,7 +6,7 @@ The entity table (Wikipedia2Vec vectors) and the projection W form their own opt
 shows whether a larger lr for that group lets the entity term (EASE eq. 2) leave its chance value within
 the example's steps, and whether that helps the encoder on dev. Writes `<out>/results.json` (every run's
 dev score, entity-loss trace, settings, versions, timings) and prints the table; the choice is the
-candidate with the best dev score (ties: the smallest lr).
+candidate with the best dev score to two decimals (ties: the smallest lr).
 
     python examples/ease_entity_lr.py [--entity-lrs 0,1e-4,1e-3,1e-2] [train_ease.py flags]
     python examples/ease_entity_lr.py --quick --no-wikipedia2vec    # pipeline check
@@ -25,8 +25,9 @@ from seeds import seeds_of  # noqa: E402
 
 
 def choose(runs: dict[str, dict]) -> str:
-    """The candidate with the best dev score; on a tie the smallest learning rate."""
-    return max(runs, key=lambda lr: (round(runs[lr]["dev"], 6), -float(lr)))
+    """The candidate with the best dev score at the precision scores are reported with (two decimals); on a
+    tie the smallest learning rate (0, the run's own, first)."""
+    return max(runs, key=lambda lr: (round(runs[lr]["dev"], 2), -float(lr)))
 
 
 def main(argv: list[str] | None = None) -> dict:

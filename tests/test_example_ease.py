@@ -115,4 +115,6 @@ def test_entity_lr_dev_choice(tmp_path, data_root, monkeypatch):
     assert runs["0"]["entity_trace"] != runs["1e-1"]["entity_trace"]  # the table's lr reaches the loss
     assert record["chosen"] == ease_entity_lr.choose(runs)
     assert runs[record["chosen"]]["dev"] == max(run["dev"] for run in runs.values())
-    assert ease_entity_lr.choose({"1e-3": {"dev": 70.0}, "1e-4": {"dev": 70.0}}) == "1e-4"  # tie: smaller lr
+    tie = {"1e-3": {"dev": 70.004}, "1e-4": {"dev": 70.001}, "0": {"dev": 69.998}}  # 70.00 each
+    assert ease_entity_lr.choose(tie) == "0"  # a tie at the reported precision: the smallest lr
+    assert ease_entity_lr.choose({**tie, "1e-2": {"dev": 70.01}}) == "1e-2"
