@@ -39,7 +39,17 @@ from pathlib import Path
 
 import numpy as np
 from amr_paper import PAPER_MODELS, paper_record, paper_value, retrofit_claim_text
-from seeds import Claim, Row, SeedRuns, add_seed_args, drop_checkpoints, parse_seeds, seeds_of, settings_of
+from seeds import (
+    Claim,
+    Row,
+    SeedRuns,
+    add_seed_args,
+    drop_checkpoints,
+    model_label,
+    parse_seeds,
+    seeds_of,
+    settings_of,
+)
 
 from sentkit.encoders.retrofit import DEV_WEIGHTS
 
@@ -142,11 +152,6 @@ def main(argv: list[str] | None = None) -> dict:
     if args.amr_model and not args.seeds:
         args.seeds = parse_seeds("42")
     return run(args)
-
-
-def model_label(model: str) -> str:
-    """A short name for a text model: a packaged short name as is, a folder by its last part."""
-    return Path(model).name if ("/" in model or Path(model).exists()) else model
 
 
 def task_lists(args) -> tuple[tuple, tuple]:

@@ -48,16 +48,9 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     seed = seeds_of(args, args.quick or args.smoke)[0]
     candidates = [x.strip() for x in mine.entity_lrs.split(",") if x.strip()]
-    dump = args.dump
-    if not dump:
-        from gensim.test.utils import datapath
-
-        dump = datapath(train_ease.GENSIM_SAMPLE)
+    dump = train_ease.default_dump(args)
     pairs, manifest = train_ease.build_pairs(args, dump)
-    if args.no_wikipedia2vec:
-        vectors = ""
-    else:
-        vectors = args.entity_vectors or train_ease.entity_vectors(args, dump)[0]
+    vectors = train_ease.entity_vector_file(args, dump)[0]
     data = read_entity_pairs(pairs)
     out = Path(args.out)
 

@@ -77,6 +77,11 @@ def add_seed_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def model_label(model: str) -> str:
+    """A short name for a model: a packaged short name as is, a folder by its last part."""
+    return Path(model).name if ("/" in model or Path(model).exists()) else model
+
+
 def train_log(run_dir: str | Path) -> list[dict]:
     """Every logged step's loss terms and their chance values (`loss_*`, `chance_*`), from the run's last
     checkpoint; empty when the run kept none."""

@@ -114,27 +114,26 @@ def parse_args(argv):
 
 
 # what may differ between two builds of the same rows: where they are written, how many processes, and
-# where the dump and the data lie (the dump is matched by file name and size instead)
+# where the dump and the data lie (the dump is matched by its file name instead)
 MACHINE_FIELDS = ("out", "processes", "data_root", "dump")
 
 
-def reusable(manifest_file: Path, config) -> bool:
-    """True when `manifest_file` records a build of the same rows as `config` (so a later session, or
-    another machine given the folder, trains on exactly those rows instead of rebuilding them)."""
+def matching_build(manifest_file: Path, config) -> dict | None:
+    """The manifest in `manifest_file` when it records a build of the same rows as `config` (so a later
+    session, or another machine given the folder, trains on exactly those rows instead of rebuilding them);
+    None otherwise."""
     if not manifest_file.is_file():
-        return False
+        return None
     import json
 
-    built = json.loads(manifest_file.read_text(encoding="utf-8")).get("config", {})
-    wanted = dataclasses.asdict(config)
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    built, wanted = manifest.get("config", {}), dataclasses.asdict(config)
     same = all(built.get(k) == v for k, v in wanted.items() if k not in MACHINE_FIELDS)
-    return same and Path(built.get("dump", "")).name == Path(config.dump).name
+    return manifest if same and Path(built.get("dump", "")).name == Path(config.dump).name else None
 
 
 def build_pairs(args, dump: str) -> tuple[Path, dict]:
     """The EASE rows: built once per settings into <out>/pairs, reused when that build matches."""
-    import json
-
     from sentkit.training_data.ease.entity_pairs import MANIFEST, EaseBuildConfig, build_entity_pairs
 
     out = Path(args.out) / "pairs"
@@ -151,10 +150,29 @@ def build_pairs(args, dump: str) -> tuple[Path, dict]:
         data_root=args.data_root or "",
         max_rows=args.max_rows,
     )
-    if reusable(out / MANIFEST, config):
+    manifest = matching_build(out / MANIFEST, config)
+    if manifest is not None:
         print(f"reusing the rows built in {out}", flush=True)
-        return out, json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        return out, manifest
     return out, build_entity_pairs(config, log=print)
+
+
+def default_dump(args) -> str:
+    """--dump, or gensim's English sample."""
+    if args.dump:
+        return args.dump
+    from gensim.test.utils import datapath
+
+    return datapath(GENSIM_SAMPLE)
+
+
+def entity_vector_file(args, dump: str) -> tuple[str, dict]:
+    """The file initialising the entity table ("" = random init) and what to record of it."""
+    if args.no_wikipedia2vec:
+        return "", {"skipped": True}
+    if args.entity_vectors:
+        return args.entity_vectors, {"file": args.entity_vectors}
+    return entity_vectors(args, dump)
 
 
 def entity_vectors(args, dump: str) -> tuple[str, dict]:
@@ -312,20 +330,11 @@ def main(argv=None) -> dict:
     if not runs.done("start"):
         runs.score("start", None, args.model, partial(all_tasks, args), data_root=args.data_root)
     if todo:
-        dump = args.dump
-        if not dump:
-            from gensim.test.utils import datapath
-
-            dump = datapath(GENSIM_SAMPLE)
+        dump = default_dump(args)
         clock = time.perf_counter()
         pairs, manifest = build_pairs(args, dump)
         build_s = round(time.perf_counter() - clock, 1)
-        if args.no_wikipedia2vec:
-            vectors, w2v = "", {"skipped": True}
-        elif args.entity_vectors:
-            vectors, w2v = args.entity_vectors, {"file": args.entity_vectors}
-        else:
-            vectors, w2v = entity_vectors(args, dump)
+        vectors, w2v = entity_vector_file(args, dump)
         keys = ("rows", "rows_by_lang", "entities", "entity_types", "type_counts")
         runs.note("data", {**{k: manifest[k] for k in keys}, "build_s": build_s})
         runs.note("wikipedia2vec", w2v)

@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from before_after import add_run_args
-from seeds import Claim, Row, SeedRuns, drop_checkpoints, seeds_of, settings_of
+from seeds import Claim, Row, SeedRuns, drop_checkpoints, model_label, seeds_of, settings_of
 
 ROWS = ("direct", "unsup", "stage1", "stage1+2", "stage2")
 ROW_NAMES = {
@@ -110,11 +110,6 @@ def main(argv: list[str] | None = None) -> dict:
         if args.models == parser.get_default("models"):
             args.models = "e5-small-m"
     return run(args)
-
-
-def model_label(model: str) -> str:
-    """A short name for a start model: a packaged short name as is, a folder by its last part."""
-    return Path(model).name if ("/" in model or Path(model).exists()) else model
 
 
 def run(args) -> dict:

@@ -84,14 +84,15 @@ def test_built_rows_are_reused_only_for_the_same_settings(tmp_path, monkeypatch)
         dump="/a/wiki.xml.bz2", out="/a/pairs", min_links=5, processes=2, seed=42, max_rows=4000
     )
     manifest = tmp_path / "ease.json"
-    assert not train_ease.reusable(manifest, built)  # nothing built yet
-    manifest.write_text(json.dumps({"config": dataclasses.asdict(built)}), encoding="utf-8")
+    assert train_ease.matching_build(manifest, built) is None  # nothing built yet
+    record = {"config": dataclasses.asdict(built), "rows": 3197}
+    manifest.write_text(json.dumps(record), encoding="utf-8")
     elsewhere = dataclasses.replace(
         built, dump="/b/wiki.xml.bz2", out="/b/pairs", processes=8, data_root="/d"
     )
-    assert train_ease.reusable(manifest, elsewhere)
+    assert train_ease.matching_build(manifest, elsewhere) == record
     for change in ({"max_rows": 100}, {"min_links": 10}, {"seed": 0}, {"dump": "/a/other.xml.bz2"}):
-        assert not train_ease.reusable(manifest, dataclasses.replace(built, **change)), change
+        assert train_ease.matching_build(manifest, dataclasses.replace(built, **change)) is None, change
 
 
 @pytest.mark.slow  # builds rows from gensim's dump sample, 2 tiny 4-step trainings, 3 STS-B dev scorings
