@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import speed_rows, write_result  # noqa: E402
 from encode_speed import load_average, stsb_test_sentences  # noqa: E402
 
-from sentkit.provenance import machine_info, package_versions  # noqa: E402
+from sentkit.provenance import cpu_info, machine_info, package_versions  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 OUT = BENCH / "out" / "int8_speed.json"
@@ -535,17 +535,6 @@ def print_model(res: dict) -> None:
     )
 
 
-def cpu_flags() -> list[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return []
-    flags = next(
-        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []
-    )
-    return sorted(f for f in flags if f.startswith(("avx", "amx", "fma", "f16c")))
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="minilm-en,e5-small-m")
@@ -573,7 +562,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    flags = cpu_flags()
+    flags = cpu_info()["flags"] or []
     if args.anchor_quantization is None:
         args.anchor_quantization = "avx512_vnni" if "avx512_vnni" in flags else "avx2"
 
@@ -611,7 +600,7 @@ def main(argv: list[str] | None = None) -> dict:
         "goals": GOALS,
         "models": results,
         "versions": {"sentkit_env": package_versions(), "anchor_env": anchor_versions},
-        "machine": {**machine_info(), "cpu_flags": flags},
+        "machine": machine_info(),
         "load_average_1min": {"before": load_before, "after": load_average()},
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

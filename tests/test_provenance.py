@@ -9,7 +9,7 @@ import random
 import numpy as np
 import torch
 
-from sentkit.provenance import machine_info, package_versions, seed_everything
+from sentkit.provenance import cpu_info, machine_info, package_versions, seed_everything
 
 
 def _draws() -> tuple[float, list[float], list[float]]:
@@ -38,3 +38,29 @@ def test_machine_info_and_versions_describe_this_process():
     versions = package_versions()
     assert versions["numpy"] == np.__version__ and versions["torch"] == torch.__version__
     assert versions["python"] == platform.python_version()
+
+
+_VNNI_HOST = """processor\t: 0
+model name\t: Intel(R) Xeon(R) Platinum 8481C
+flags\t\t: fpu sse2 avx avx2 fma f16c avx512f avx512bw avx512_vnni avx512_bf16 amx_tile amx_int8 amx_bf16 sha_ni
+
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8481C
+flags\t\t: fpu sse2 avx avx2
+"""
+
+
+def test_cpu_info_keeps_the_flags_that_change_int8_and_bf16_numbers_from_the_first_cpu():
+    info = cpu_info(_VNNI_HOST)
+    assert info["model"] == "Intel(R) Xeon(R) Platinum 8481C"
+    # in NUMERIC_CPU_FLAGS order, without the flags that change no kernel choice (sse2, sha_ni, plain avx)
+    assert info["flags"] == [
+        "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16"
+    ]  # fmt: skip
+    assert cpu_info("processor\t: 0\nflags\t: sse2 avx avx2\n")["flags"] == ["avx2"]
+
+
+def test_results_files_record_this_hosts_cpu_flags():
+    flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split(":", 1)[1].split()
+    recorded = machine_info()["cpu"]["flags"]
+    assert set(recorded) <= set(flags) and ("avx2" in recorded) == ("avx2" in flags)

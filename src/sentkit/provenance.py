@@ -37,8 +37,59 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+# Instruction-set flags that change numbers: int8 and bf16 kernels (onnxruntime, oneDNN, FAISS) pick their code
+# path from these, so int8 scores and speed ratios differ between an AVX2-only host and one with VNNI/BF16/AMX.
+NUMERIC_CPU_FLAGS = (
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
+
+
+def cpu_info(cpuinfo: str | None = None) -> dict[str, object]:
+    """The CPU's model name and the instruction-set flags (of NUMERIC_CPU_FLAGS) it reports (Linux
+    /proc/cpuinfo; elsewhere only the processor string)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                cpuinfo = handle.read()
+        except OSError:
+            return {"model": platform.processor() or None, "flags": None}
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    return {
+        "model": fields.get("model name") or platform.processor() or None,
+        "flags": [f for f in NUMERIC_CPU_FLAGS if f in flags],
+    }
+
+
+def onnxruntime_providers() -> list[str] | None:
+    """The execution providers this onnxruntime build offers (None when it is not installed)."""
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    return list(onnxruntime.get_available_providers())
+
+
 def machine_info() -> dict[str, object]:
-    info: dict[str, object] = {"platform": platform.platform(), "cpus": os.cpu_count()}
+    info: dict[str, object] = {"platform": platform.platform(), "cpus": os.cpu_count(), "cpu": cpu_info()}
+    providers = onnxruntime_providers()
+    if providers is not None:
+        info["onnxruntime_providers"] = providers
     try:
         import torch
 
