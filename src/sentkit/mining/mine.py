@@ -157,7 +157,7 @@ def mine_files(
     paths = {"src": request.src, "tgt": request.tgt}
     for path in (request.out, sidecar_path(request.out)):
         check_writable_file(path)
-    check_outputs("--out", request.out, [Path(request.out), sidecar_path(request.out)], list(paths.values()))
+    check_outputs("--out", request.out, sidecar_path(request.out), list(paths.values()))
     is_folder = {name: _is_shard_folder(path) for name, path in paths.items()}
     if not all(is_folder.values()) and not request.model:
         text_side = request.src if not is_folder["src"] else request.tgt

@@ -16,12 +16,11 @@ from sentkit.corpus.manifest import FORMAT, MANIFEST
 from sentkit.errors import OutputPathError
 
 
-def check_outputs(flag: str, out: str | Path, outputs: list[Path], inputs: list[str]) -> None:
-    """Refuse `outputs` (the TSV, its sidecar; `out` as given with `flag`) that would overwrite or enter
+def check_outputs(flag: str, out: str | Path, sidecar: Path, inputs: list[str]) -> None:
+    """Refuse the output `out` (given with `flag`) or its `sidecar` where either would overwrite or enter
     one of `inputs` (text files or folders, shard folders), as the module docstring lists."""
     files, corpus_folders = _protected(inputs)
-    for path in outputs:
-        what = f"{flag} {out}" if str(path) == str(out) else f"{flag} {out}: its sidecar {path}"
+    for path, what in ((out, f"{flag} {out}"), (sidecar, f"{flag} {out}: its sidecar {sidecar}")):
         resolved = Path(path).resolve()
         for target, why in files:
             if resolved == target or _same_file(resolved, target):
@@ -51,6 +50,9 @@ def _protected(inputs: list[str]) -> tuple[list[tuple[Path, str]], list[Path]]:
                 files.append((resolved, f"{resolved}, an input {given} was encoded from"))
         elif path.is_dir():
             corpus_folders.append(path.resolve())
+            for file in sorted(path.iterdir()):
+                if file.is_file():
+                    files.append((file.resolve(), f"{file}, a file of the input folder {given}"))
         else:
             files.append((path.resolve(), f"the input {given}"))
     return files, corpus_folders
