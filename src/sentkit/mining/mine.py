@@ -61,14 +61,10 @@ def mine(x, y, config: MineConfig = MineConfig()) -> Mined:
     """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    with captured_stderr() as chatter:  # FAISS's k-means warnings: one sentkit line below instead
-        x_sims, x_nn, fwd = search(x, y, config.k, config.index)  # (nx, k): y neighbours of each x
-    fwd = _with_training_notes(fwd, chatter.lines)
+    x_sims, x_nn, fwd = _quiet_search(x, y, config)  # (nx, k): y neighbours of each x
     timings["knn_forward_s"] = round(time.perf_counter() - start, 2)
     start = time.perf_counter()
-    with captured_stderr() as chatter:
-        y_sims, y_nn, bwd = search(y, x, config.k, config.index)  # (ny, k): x neighbours of each y
-    bwd = _with_training_notes(bwd, chatter.lines)
+    y_sims, y_nn, bwd = _quiet_search(y, x, config)  # (ny, k): x neighbours of each y
     timings["knn_backward_s"] = round(time.perf_counter() - start, 2)
     _warn_about_training({"forward": fwd, "backward": bwd})
     # k is capped by the other side's rows: record the k each direction searched with
@@ -89,11 +85,17 @@ def mine(x, y, config: MineConfig = MineConfig()) -> Mined:
     )
 
 
-def _with_training_notes(info: dict, lines: list[str]) -> dict:
-    """The index record with FAISS's too-few-training-points warnings; other captured lines pass through."""
-    found, other = too_few_training_points(lines)
-    pass_through(other)
-    return info | {"training_warnings": found} if found else info
+def _quiet_search(queries, keys, config: MineConfig) -> tuple[np.ndarray, np.ndarray, dict]:
+    """`search`, with FAISS's k-means warnings (too few training rows) kept off the terminal and added to the
+    index record (the caller says it in one line); any other native output passes through, also on error."""
+    chatter = None
+    try:
+        with captured_stderr() as chatter:
+            sims, nn, info = search(queries, keys, config.k, config.index)
+    finally:
+        found, other = too_few_training_points(chatter.lines if chatter else [])
+        pass_through(other)
+    return sims, nn, (info | {"training_warnings": found} if found else info)
 
 
 def _warn_about_training(index: dict) -> None:
