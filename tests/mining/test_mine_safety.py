@@ -183,7 +183,8 @@ def test_mine_refuses_a_model_mismatch_before_encoding_the_text_side(tmp_path):
     folder = _encode(de, tmp_path / "v" / "de")  # NgramEncoder(dim=256)
     other = SpyEncoder(dim=128)
     request = MineRequest(str(folder), str(en), str(tmp_path / "p.tsv"), model="other")
-    with pytest.raises(ManifestMismatch, match="were encoded by different models"):
+    says = f"--model other is not the model {folder} was encoded by \\('ngram'\\)"
+    with pytest.raises(ManifestMismatch, match=says):
         mine_files(request, load_model=lambda name: other, log=lambda line: None)
     assert other.seen and not set(EN) & set(other.seen)  # only the fingerprint's probes were encoded
     assert not (tmp_path / "p.tsv").exists()

@@ -190,8 +190,11 @@ def mine_files(
         fingerprint = model_fingerprint(encoder)
         model = {"name": request.model, "fingerprint": fingerprint}
         for name, vectors in folders.items():  # before any encoding
-            pair = (vectors.model, model) if name == "src" else (model, vectors.model)
-            _check_same_model(request, *pair)
+            if vectors.model.get("fingerprint") != fingerprint:
+                raise ManifestMismatch(
+                    f"--model {request.model} is not the model {paths[name]} was encoded by "
+                    f"({vectors.model.get('name')!r}); mining compares vectors of one model"
+                )
     sides, skipped = {}, {}
     for name, vectors in folders.items():
         start = time.perf_counter()
