@@ -35,7 +35,11 @@ def captured_stderr() -> Iterator[Captured]:
     block runs; restored however the block ends."""
     captured = Captured()
     sys.stderr.flush()
-    saved = os.dup(2)
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 (a daemon with stderr closed): nothing reaches a terminal anyway
+        yield captured
+        return
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)
         try:
