@@ -86,3 +86,20 @@ def test_margins_take_knn_means_over_the_whole_other_side(monkeypatch):
 
 def _unit(a):
     return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def test_zero_vectors_score_zero_not_nan():
+    # a zero row's cosines are all 0, so its and its zero neighbour's k-NN means are 0: 0/0 without the guard
+    x = np.array([[0, 0], [1, 0]], dtype=np.float32)
+    y = np.array([[0, 0], [0, 0], [0.6, 0.8]], dtype=np.float32)
+    mined = mine(
+        ArrayVectors(x, ["a", "b"], ["", "B"]),
+        ArrayVectors(y, ["c", "d", "e"], ["", "", "E"]),
+        MineConfig(k=2),
+    )
+    assert np.isfinite(mined.score).all()
+    x_scores, _ = candidate_scores(_neighbours(), "margin")  # unchanged where the denominator is not 0
+    np.testing.assert_allclose(x_scores[0], [1 / 0.65, 0.8], rtol=1e-6)
+    np.testing.assert_array_equal(
+        ratio_margin(np.zeros((1, 2)), np.zeros((1, 1)), np.zeros((1, 2))), [[0, 0]]
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from sentkit.corpus.readers import FORMATS
@@ -38,7 +39,10 @@ def add_mine_parser(sub, positive_int) -> None:
         "--retrieval", choices=RETRIEVALS, default="max", help="max: best-first one-to-one (default)"
     )
     mine.add_argument(
-        "--threshold", type=float, default=None, help="keep pairs scoring at least this (margin: 1.04-1.06)"
+        "--threshold",
+        type=finite_float,
+        default=None,
+        help="keep pairs scoring at least this (margin: 1.04-1.06)",
     )
     mine.add_argument(
         "--index", choices=INDEX_KINDS, default="auto", help="auto: flat up to --flat-max keys, else ivfpq"
@@ -58,6 +62,17 @@ def add_mine_parser(sub, positive_int) -> None:
     mine.add_argument("--batch-size", type=positive_int, default=64)
     mine.add_argument("--input-format", choices=("auto", *FORMATS), default="auto")
     mine.add_argument("--text-field", default="text", help="JSONL key / parquet column holding the text")
+
+
+def finite_float(text: str) -> float:
+    """argparse type: a real number (nan and inf would keep no pair, or every pair, without saying so)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) -> int:

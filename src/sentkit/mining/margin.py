@@ -20,9 +20,12 @@ def ratio_margin(cos: np.ndarray, x_knn_mean: np.ndarray, y_knn_mean: np.ndarray
     """Artetxe & Schwenk (2019) ratio margin: cos(x,y) / (sum_k cos(x,nn)/2k + sum_k cos(y,nn)/2k).
 
     Each sum over the k neighbours divided by 2k is half the mean neighbour similarity, so the
-    denominator is the average of x's and y's mean k-NN cosine (their neighbourhood density).
+    denominator is the average of x's and y's mean k-NN cosine (their neighbourhood density). Where it is 0
+    (zero vectors, whose cosines are all 0) the score is 0, not 0/0.
     """
-    return cos / ((x_knn_mean + y_knn_mean) / 2)
+    cos, denominator = np.broadcast_arrays(np.asarray(cos), np.asarray((x_knn_mean + y_knn_mean) / 2))
+    out = np.zeros(cos.shape, dtype=np.result_type(cos, denominator))
+    return np.divide(cos, denominator, out=out, where=denominator != 0)
 
 
 def candidate_scores(neighbours: Neighbours, scoring: str = "margin") -> tuple[np.ndarray, np.ndarray]:

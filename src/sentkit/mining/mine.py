@@ -8,8 +8,10 @@ configuration, the index each direction used, counts, timings per stage and vers
 
 from __future__ import annotations
 
+import math
 import resource
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,12 +20,14 @@ import numpy as np
 
 from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable_file
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
-from sentkit.corpus.readers import input_files, iter_rows
-from sentkit.errors import InvalidArgument
+from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
+from sentkit.mining.native_stderr import captured_stderr, pass_through, too_few_training_points
+from sentkit.mining.output_guard import check_outputs
 from sentkit.mining.retrieval import select_pairs
 from sentkit.mining.search import IndexConfig, search
-from sentkit.mining.vectors import ArrayVectors, ShardVectors
+from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
+from sentkit.mining.vectors import ShardVectors
 from sentkit.provenance import machine_info, package_versions
 
 TSV_HEADER = ("score", "src_id", "tgt_id", "src_text", "tgt_text")
@@ -36,6 +40,10 @@ class MineConfig:
     retrieval: str = "max"
     threshold: float | None = None  # keep pairs scoring at least this (margin: 1.04-1.06, see the docs)
     index: IndexConfig = field(default_factory=IndexConfig)
+
+    def __post_init__(self) -> None:
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise InvalidArgument(f"threshold must be a finite number, got {self.threshold}")
 
 
 @dataclass
@@ -53,11 +61,14 @@ def mine(x, y, config: MineConfig = MineConfig()) -> Mined:
     """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    x_sims, x_nn, fwd = search(x, y, config.k, config.index)  # (nx, k): y neighbours of each x
+    x_sims, x_nn, fwd = _quiet_search(x, y, config)  # (nx, k): y neighbours of each x
     timings["knn_forward_s"] = round(time.perf_counter() - start, 2)
     start = time.perf_counter()
-    y_sims, y_nn, bwd = search(y, x, config.k, config.index)  # (ny, k): x neighbours of each y
+    y_sims, y_nn, bwd = _quiet_search(y, x, config)  # (ny, k): x neighbours of each y
     timings["knn_backward_s"] = round(time.perf_counter() - start, 2)
+    _warn_about_training({"forward": fwd, "backward": bwd})
+    # k is capped by the other side's rows: record the k each direction searched with
+    fwd["k"], bwd["k"] = int(x_sims.shape[1]), int(y_sims.shape[1])
     neighbours = (x_sims, x_nn, y_sims, y_nn)
     start = time.perf_counter()
     x_scores, y_scores = candidate_scores(neighbours, config.scoring)
@@ -72,6 +83,36 @@ def mine(x, y, config: MineConfig = MineConfig()) -> Mined:
     return Mined(
         src, tgt, score, candidates, {"index": {"forward": fwd, "backward": bwd}, "timings": timings}
     )
+
+
+def _quiet_search(queries, keys, config: MineConfig) -> tuple[np.ndarray, np.ndarray, dict]:
+    """`search`, with FAISS's k-means warnings (too few training rows) kept off the terminal and added to the
+    index record (the caller says it in one line); any other native output passes through, also on error."""
+    chatter = None
+    try:
+        with captured_stderr() as chatter:
+            sims, nn, info = search(queries, keys, config.k, config.index)
+    finally:
+        found, other = too_few_training_points(chatter.lines if chatter else [])
+        pass_through(other)
+    return sims, nn, (info | {"training_warnings": found} if found else info)
+
+
+def _warn_about_training(index: dict) -> None:
+    """One line for FAISS's k-means warnings of both directions: their codebooks fit few points."""
+    notes = [
+        f"{direction} {info.get('factory', '?')}: {w['centroids']} centroids from {w['points']} points "
+        f"(FAISS asks for {w['wanted']})"
+        for direction, info in index.items()
+        for w in info.get("training_warnings", [])
+    ]
+    if notes:
+        warnings.warn(
+            f"IVF-PQ trained on too few rows ({'; '.join(notes)}): its recall may be low; "
+            "--index flat searches exactly (recorded in the sidecar's index.*.training_warnings)",
+            DataWarning,
+            stacklevel=3,
+        )
 
 
 def write_pairs(path: str | Path, mined: Mined, x, y) -> None:
@@ -113,13 +154,13 @@ def mine_files(
     log: Callable[[str], None] = print,
 ) -> dict:
     """Run `sentkit mine`: open (or encode) both sides, mine, write the TSV and its sidecar; returns the
-    sidecar's content."""
-    check_writable_file(request.out)
-    out = Path(request.out).resolve()
-    for side in (request.src, request.tgt):
-        if Path(side).resolve() == out:
-            raise InvalidArgument(f"--out {request.out} is also an input; choose another file")
-    is_folder = {name: _is_shard_folder(path) for name, path in (("src", request.src), ("tgt", request.tgt))}
+    sidecar's content. Every check that needs no encoding comes first (outputs, flags, folders, texts, the
+    model against the folders'); nothing is written when one fails."""
+    paths = {"src": request.src, "tgt": request.tgt}
+    for path in (request.out, sidecar_path(request.out)):
+        check_writable_file(path)
+    check_outputs("--out", request.out, sidecar_path(request.out), list(paths.values()))
+    is_folder = {name: _is_shard_folder(path) for name, path in paths.items()}
     if not all(is_folder.values()) and not request.model:
         text_side = request.src if not is_folder["src"] else request.tgt
         raise InvalidArgument(
@@ -130,11 +171,16 @@ def mine_files(
             "--model applies to text inputs; both sides are encoded folders (their model is recorded)"
         )
     timings: dict[str, float] = {}
-    # folders first: their checks need no model
-    sides = {
-        name: ShardVectors(path)
-        for name, path in (("src", request.src), ("tgt", request.tgt))
-        if is_folder[name]
+    folders = {name: ShardVectors(path) for name, path in paths.items() if is_folder[name]}
+    if len(folders) == 2:
+        _check_same_model(request, folders["src"].model, folders["tgt"].model)
+    for name, vectors in folders.items():
+        if vectors.n == 0:
+            raise InvalidArgument(f"{paths[name]}: no rows to mine")
+    texts = {
+        name: read_text_side(path, request.input_format, request.text_field)
+        for name, path in paths.items()
+        if not is_folder[name]
     }
     encoder = fingerprint = None
     if request.model:
@@ -142,34 +188,46 @@ def mine_files(
         from sentkit.encoders.fingerprint import model_fingerprint
 
         fingerprint = model_fingerprint(encoder)
-    for name, path in (("src", request.src), ("tgt", request.tgt)):
-        if name not in sides:
-            start = time.perf_counter()
-            sides[name] = _encode_side(
-                path, encoder, request, {"name": request.model, "fingerprint": fingerprint}
-            )
-            timings[f"encode_{name}_s"] = round(time.perf_counter() - start, 2)
-            log(f"{path}: encoded {sides[name].n} rows in {timings[f'encode_{name}_s']} s")
+        model = {"name": request.model, "fingerprint": fingerprint}
+        for name, vectors in folders.items():  # before any encoding
+            if vectors.model.get("fingerprint") != fingerprint:
+                raise ManifestMismatch(
+                    f"--model {request.model} is not the model {paths[name]} was encoded by "
+                    f"({vectors.model.get('name')!r}); mining compares vectors of one model"
+                )
+    sides, skipped = {}, {}
+    for name, vectors in folders.items():
+        start = time.perf_counter()
+        sides[name], blank, zero = without_unmined_rows(paths[name], vectors)
+        skipped[name] = {"blank_rows": blank, "zero_vector_rows": zero}
+        timings[f"skip_scan_{name}_s"] = round(time.perf_counter() - start, 2)
+    for name, side in texts.items():
+        start = time.perf_counter()
+        sides[name], zero = encode_text_side(side, encoder, request.batch_size, model)
+        skipped[name] = {"blank_rows": side.blank, "zero_vector_rows": zero}
+        timings[f"encode_{name}_s"] = round(time.perf_counter() - start, 2)
+        log(f"{side.path}: encoded {len(side.texts)} rows in {timings[f'encode_{name}_s']} s")
+    for name in paths:
+        if skipped[name]["blank_rows"] or skipped[name]["zero_vector_rows"]:
+            log(f"{paths[name]}: {_skipped_line(skipped[name])} not mined")
     x, y = sides["src"], sides["tgt"]
-    if x.model.get("fingerprint") != y.model.get("fingerprint"):
-        raise ManifestMismatch(
-            f"{request.src} and {request.tgt} were encoded by different models "
-            f"({x.model.get('name')!r}, {y.model.get('name')!r}); mining compares vectors of one model"
-        )
-    if x.n == 0 or y.n == 0:
-        raise InvalidArgument(f"{request.src if x.n == 0 else request.tgt}: no rows to mine")
     mined = mine(x, y, request.config)
     start = time.perf_counter()
     write_pairs(request.out, mined, x, y)
     timings |= mined.info["timings"] | {"write_s": round(time.perf_counter() - start, 2)}
     import faiss
 
+    def side_record(name: str, vectors) -> dict:
+        rows = vectors.n + skipped[name]["blank_rows"] + skipped[name]["zero_vector_rows"]
+        kind = "shards" if is_folder[name] else "text"
+        return {"path": paths[name], "rows": rows, "mined_rows": vectors.n, **skipped[name], "kind": kind}
+
     sidecar = {
         "what": "sentkit mine: k-NN both ways, candidate scores, retrieval, threshold; pairs sorted by score",
-        "src": {"path": request.src, "rows": x.n, "kind": "shards" if is_folder["src"] else "text"},
-        "tgt": {"path": request.tgt, "rows": y.n, "kind": "shards" if is_folder["tgt"] else "text"},
+        "src": side_record("src", x),
+        "tgt": side_record("tgt", y),
         "model": {"name": x.model.get("name"), "fingerprint": x.model.get("fingerprint"), "dim": x.dim},
-        "config": asdict(request.config),
+        "config": _config_record(request.config, mined.info["index"]),
         "index": mined.info["index"],
         "candidates": mined.candidates,
         "pairs": len(mined.src),
@@ -183,21 +241,34 @@ def mine_files(
     return sidecar
 
 
+def _check_same_model(request: MineRequest, src_model: dict, tgt_model: dict) -> None:
+    if src_model.get("fingerprint") != tgt_model.get("fingerprint"):
+        raise ManifestMismatch(
+            f"{request.src} and {request.tgt} were encoded by different models "
+            f"({src_model.get('name')!r}, {tgt_model.get('name')!r}); mining compares vectors of one model"
+        )
+
+
+def _skipped_line(skipped: dict) -> str:
+    parts = [f"{skipped['blank_rows']} blank rows"] if skipped["blank_rows"] else []
+    if skipped["zero_vector_rows"]:
+        parts.append(f"{skipped['zero_vector_rows']} rows with a zero vector (no known word)")
+    return " and ".join(parts)
+
+
+def _config_record(config: MineConfig, index: dict) -> dict:
+    """The configuration with the k the searches used: --k is capped by the other side's rows (each
+    direction's own k is in its index record); `k_requested` keeps --k when it was more."""
+    record = asdict(config)
+    used = max(index["forward"]["k"], index["backward"]["k"])
+    if used != config.k:
+        record["k_requested"] = config.k
+    record["k"] = used
+    return record
+
+
 def _is_shard_folder(path: str) -> bool:
     return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
-
-
-def _encode_side(path: str, encoder, request: MineRequest, model: dict) -> ArrayVectors:
-    """A corpus file (or folder of files) encoded in memory, with `file:row` ids."""
-    ids, texts = [], []
-    for source in input_files(path, request.input_format):
-        for number, text in iter_rows(source, request.text_field):
-            ids.append(source.row_id(number))
-            texts.append(text)
-    from sentkit.encoders.protocol import checked_encode
-
-    vectors = checked_encode(encoder, texts, batch_size=request.batch_size)  # NonFiniteVectors: nothing mined
-    return ArrayVectors(vectors.reshape(len(texts), -1), ids, texts, model)
 
 
 def _load_encoder(name: str):

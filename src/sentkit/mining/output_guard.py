@@ -1,0 +1,92 @@
+"""Where `sentkit mine` may write: never over its inputs, the files they name, or into a shard folder.
+
+The pairs TSV and its `.json` sidecar are each refused, before any work, when they would be an input file,
+a file of an input folder (every file directly in it is read as corpus), a file a shard folder's manifest
+names as its input, or a path inside a shard folder (its `manifest.json` among them). Paths are compared
+resolved and, where both exist, by inode, so `./`, `..`, symlinks and hard links are caught.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from sentkit.corpus.manifest import FORMAT, MANIFEST
+from sentkit.errors import OutputPathError
+
+
+def check_outputs(flag: str, out: str | Path, sidecar: Path, inputs: list[str]) -> None:
+    """Refuse the output `out` (given with `flag`) or its `sidecar` where either would overwrite or enter
+    one of `inputs` (text files or folders, shard folders), as the module docstring lists."""
+    files, corpus_folders = _protected(inputs)
+    for path, what in ((out, f"{flag} {out}"), (sidecar, f"{flag} {out}: its sidecar {sidecar}")):
+        resolved = Path(path).resolve()
+        for target, why in files:
+            if resolved == target or _same_file(resolved, target):
+                raise OutputPathError(f"{what} is {why}; write the pairs to another file")
+        for folder in corpus_folders:
+            if resolved.parent == folder:
+                raise OutputPathError(
+                    f"{what} lies in the input folder {folder} (every file there is read as corpus); "
+                    "write the pairs outside it"
+                )
+        shard_folder = _enclosing_shard_folder(resolved)
+        if shard_folder is not None:
+            raise OutputPathError(
+                f"{what} lies inside the shard folder {shard_folder}; write the pairs outside it"
+            )
+
+
+def _protected(inputs: list[str]) -> tuple[list[tuple[Path, str]], list[Path]]:
+    """(files never to overwrite, each with how it was named; folders whose files are read as corpus)."""
+    files: list[tuple[Path, str]] = []
+    corpus_folders: list[Path] = []
+    for given in inputs:
+        path = Path(given)
+        manifest = path / MANIFEST
+        if path.is_dir() and manifest.is_file():
+            for resolved in _manifest_inputs(manifest):
+                files.append((resolved, f"{resolved}, an input {given} was encoded from"))
+        elif path.is_dir():
+            corpus_folders.append(path.resolve())
+            for file in sorted(path.iterdir()):
+                if file.is_file():
+                    files.append((file.resolve(), f"{file}, a file of the input folder {given}"))
+        else:
+            files.append((path.resolve(), f"the input {given}"))
+    return files, corpus_folders
+
+
+def _manifest_inputs(manifest: Path) -> list[Path]:
+    """The input files a shard manifest names (none if it cannot be read: opening the folder refuses it)."""
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        return [Path(entry["resolved"]) for entry in data["inputs"]]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _enclosing_shard_folder(resolved: Path) -> Path | None:
+    """The nearest folder above `resolved` holding a sentkit shard manifest, if any."""
+    for folder in resolved.parents:
+        manifest = folder / MANIFEST
+        if manifest.is_file() and _is_shard_manifest(manifest):
+            return folder
+    return None
+
+
+def _is_shard_manifest(manifest: Path) -> bool:
+    try:
+        with manifest.open("rb") as fh:
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
