@@ -5,7 +5,7 @@ another export or an edited model file refuses to mix vectors into the same outp
 covers the pipeline as loaded: pooling (mode, include_prompt), the Dense layers' configs (their activation is
 not a weight), normalisation, the prompt, max length, lower-casing, the transformers model config, and the
 tokenizer (its full tokenizers-library definition or vocabulary files, special tokens and settings). An ONNX
-export is known by its graph's recorded sha256 and its recorded settings; a static encoder by its embedding
+export is known by its graph file's sha256 and its recorded settings; a static encoder by its embedding
 table; any other encoder by the bytes of its vectors for a few fixed sentences.
 
 Paths and names are left out (the same model loaded from another directory has the same fingerprint); a
@@ -52,8 +52,13 @@ def model_fingerprint(encoder) -> str:
         settings.pop("transformers_version", None)
         digest.update(_canonical(settings))
     meta = getattr(encoder, "meta", None)
-    if isinstance(meta, dict) and meta.get("sha256"):  # OnnxEncoder: the export's graph digest and settings
+    if isinstance(meta, dict) and meta.get("sha256"):  # OnnxEncoder: the export's settings and graph
         digest.update(_canonical({k: v for k, v in meta.items() if k not in _DESCRIPTIVE_META}))
+        graph = Path(getattr(encoder, "folder", "")) / str(meta.get("model_file", ""))
+        if graph.is_file():  # the graph loaded, not only the digest recorded beside it
+            from sentkit.cache import sha256_file
+
+            digest.update(sha256_file(graph).encode())
         return f"onnx:{digest.hexdigest()}"
     if hasattr(encoder, "text") and hasattr(encoder, "amr"):  # RetrofitEncoder: both parts
         digest.update(model_fingerprint(encoder.text).encode())
