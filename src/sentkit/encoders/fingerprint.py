@@ -88,10 +88,7 @@ def tokenizer_fingerprint(tokenizer) -> str:
     digest = hashlib.sha256(type(tokenizer).__name__.encode())
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
-        spec = json.loads(backend.to_str())
-        for key in ("truncation", "padding"):  # set by each call from max_length, not a setting of the model
-            spec.pop(key, None)
-        digest.update(_canonical(spec))
+        digest.update(_definition(backend).encode())
     settings = dict(getattr(tokenizer, "init_kwargs", {}) or {})
     for key in _TOKENIZER_PROVENANCE:
         settings.pop(key, None)
@@ -112,6 +109,22 @@ def tokenizer_fingerprint(tokenizer) -> str:
         )
     )
     return digest.hexdigest()
+
+
+def _definition(backend) -> str:
+    """A fast tokenizer's tokenizer.json content, without the truncation and padding that each call sets from
+    its own max_length (switched off while it is serialised, then restored). The text is hashed as written:
+    parsing a 250k-entry vocabulary to re-serialise it would take seconds."""
+    truncation, padding = backend.truncation, backend.padding
+    backend.no_truncation()
+    backend.no_padding()
+    try:
+        return backend.to_str()
+    finally:
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
 
 
 def _file_digest(value) -> str | None:
