@@ -91,7 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     enc.add_argument(
         "--input",
         required=True,
-        help="UTF-8 text file, one sentence per line (with --shard-size also JSONL, parquet, compressed, a folder)",
+        help="UTF-8 text file (one sentence a line), JSONL or parquet, compressed or not; with --shard-size "
+        "also a folder of them",
     )
     enc.add_argument(
         "--output",
@@ -326,8 +327,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     import numpy as np
 
     from sentkit.atomic import atomic_write_bytes, check_writable_file
-    from sentkit.corpus.cli_encode import run_sharded_encode, wants_shards
-    from sentkit.datasets.lines import read_lines
+    from sentkit.corpus.cli_encode import plain_input_texts, run_sharded_encode, wants_shards
     from sentkit.encoders.protocol import checked_encode
     from sentkit.errors import InvalidArgument
 
@@ -338,7 +338,7 @@ def _cmd_encode(args: argparse.Namespace) -> int:
         raise InvalidArgument(
             f"--output {args.output} is the --input file {args.input}; write the vectors to another file"
         )
-    sentences = read_lines(args.input)
+    sentences = plain_input_texts(args)
     encoder = _load_model(_int8_name(args.model, args.int8))
     vectors = checked_encode(encoder, sentences, batch_size=args.batch_size, show_progress=True)
     buf = io.BytesIO()
@@ -510,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
             return _run(argv)
     except KeyboardInterrupt as err:
         print(_interrupted_line(err), file=sys.stderr)
-        return 130
+        return getattr(err, "exit_code", 130)  # 143 for a SIGTERM turned into an interrupt
     except (SentkitError, OSError) as err:
         if os.environ.get("SENTKIT_DEBUG"):
             raise
@@ -562,7 +562,7 @@ def _interrupted_line(err: KeyboardInterrupt) -> str:
         return f"sentkit: interrupted; {finished} finished tasks kept in {path} (marked incomplete)"
     if hasattr(err, "finished"):
         return "sentkit: interrupted before any task finished; nothing written"
-    return "sentkit: interrupted"
+    return f"sentkit: {err}" if hasattr(err, "exit_code") else "sentkit: interrupted"
 
 
 if __name__ == "__main__":

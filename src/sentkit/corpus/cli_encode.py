@@ -1,26 +1,28 @@
 """`sentkit encode --shard-size N`: the flags of sharded encoding and the command that runs it.
 
-Without --shard-size, `sentkit encode` writes one .npy matrix as it always has; with it, --output is a folder
-of shards plus manifest.json, written by encode_run.py. Options that only make sense for shards are refused
-without --shard-size, so no flag is ever silently ignored.
+Without --shard-size, `sentkit encode` writes one .npy matrix of one input file, read as the sharded mode
+reads it (text, JSONL, parquet, compressed or not); with it, --output is a folder of shards plus
+manifest.json, written by encode_run.py. Options that only make sense for shards are refused without
+--shard-size, so no flag is ever silently ignored.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from sentkit.corpus.encode_run import ENGINES, EncodeRequest, encode_corpus
-from sentkit.corpus.readers import FORMATS
+from sentkit.corpus.readers import FORMATS, input_files, iter_rows
 from sentkit.corpus.shards import DEFAULT_SHARD_SIZE, DTYPES, SHARD_FORMATS, ShardSettings
 from sentkit.errors import InvalidArgument
 
-# flag -> default: the options that only apply to sharded output (None on the namespace = not given)
+# flag -> default: how the input is read, in both modes (None on the namespace = not given)
+INPUT_OPTIONS = {"input_format": "auto", "text_field": "text"}
+# flag -> default: the options that only apply to sharded output
 SHARD_OPTIONS = {
     "dtype": "float32",
     "shard_format": "npy",
-    "input_format": "auto",
-    "text_field": "text",
     "engine": "auto",
     "workers": None,
     "threads": None,
@@ -48,13 +50,13 @@ def add_shard_arguments(parser: argparse.ArgumentParser, positive_int) -> None:
         default=None,
         help="shard files: npy (a matrix) or parquet (columns source, row, vector) (npy)",
     )
-    group.add_argument(
+    parser.add_argument(
         "--input-format",
         choices=("auto", *FORMATS),
         default=None,
         help="auto (by file name: .jsonl, .parquet, else text; .gz/.bz2/.xz read through), text, jsonl, parquet",
     )
-    group.add_argument(
+    parser.add_argument(
         "--text-field", default=None, help="JSONL key / parquet column holding the text (text)"
     )
     group.add_argument(
@@ -102,7 +104,7 @@ def run_sharded_encode(args: argparse.Namespace, model: str, load_model: Callabl
     command line's loader (one-line errors), which every engine worker calls."""
     options = {
         name: default if getattr(args, name) is None else getattr(args, name)
-        for name, default in SHARD_OPTIONS.items()
+        for name, default in (SHARD_OPTIONS | INPUT_OPTIONS).items()
     }
     settings = ShardSettings(
         shard_size=args.shard_size,
@@ -126,3 +128,16 @@ def run_sharded_encode(args: argparse.Namespace, model: str, load_model: Callabl
     summary = encode_corpus(request, load_model=load_model)
     print(f"{summary['folder']}: {summary['status']}; {summary['shards']} shards, {summary['rows']} rows")
     return 0
+
+
+def plain_input_texts(args: argparse.Namespace) -> list[str]:
+    """The rows of `--input` for the one-matrix mode: one file, read as the sharded mode reads it; a folder
+    is refused (its files' rows would lose their file names in one matrix)."""
+    path = Path(args.input)
+    if path.is_dir():
+        raise InvalidArgument(
+            f"--input {args.input} is a folder; add --shard-size N (--output then becomes a folder of shards "
+            "whose ids name each file) or give one file"
+        )
+    (source,) = input_files(path, args.input_format or INPUT_OPTIONS["input_format"])
+    return [text for _, text in iter_rows(source, args.text_field or INPUT_OPTIONS["text_field"])]

@@ -1,25 +1,29 @@
 """One `sentkit encode` run into a shard folder: check what the folder holds, encode what is missing.
 
-Order of work: every check that needs no model (output folder, inputs, an existing manifest's settings and
-inputs), then the model (its fingerprint must match the manifest's), then the shard files against their
-recorded sha256. A finished folder whose inputs are unchanged is left alone ("nothing to do"). Otherwise the
-engine encodes the missing shards; the manifest lists each finished shard, is rewritten at most every
-SAVE_EVERY_S seconds while shards arrive and always when the run ends, fails or is interrupted. A shard
-written but not yet listed when the process is killed is simply encoded again by the next run.
+Order of work: every check that needs no model (output folder, inputs, an existing manifest's settings,
+inputs and shard records), then the model (its fingerprint must match the manifest's; the device must exist),
+then the shard files against their recorded sha256. A finished folder whose shards cover every row and whose
+inputs have their recorded identity is left alone ("nothing to do"). Otherwise the engine re-reads the
+inputs, compares the finished shards' texts and encodes the missing shards; the manifest lists each finished
+shard, is rewritten at most every SAVE_EVERY_S seconds while shards arrive and always when the run ends,
+fails or is interrupted (Ctrl-C or SIGTERM). A shard written but not yet listed when the process is killed is
+simply encoded again by the next run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.atomic import check_writable_dir
-from sentkit.corpus.engine_local import EncodeJob, run_local
+from sentkit.corpus.engine_local import EncodeJob, resolve_device, run_local
 from sentkit.corpus.manifest import MANIFEST, Manifest, now
 from sentkit.corpus.readers import InputFile, input_files
 from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork
@@ -28,6 +32,13 @@ from sentkit.errors import InvalidArgument, OutputPathError
 ENGINES = ("auto", "local", "ray")
 SAVE_EVERY_S = 10.0
 LOCK_FILE = ".lock"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a run, raised where the run is so that it stops as Ctrl-C does: the manifest is
+    rewritten with the finished shards and the run recorded as stopped. The CLI exits 128 + SIGTERM."""
+
+    exit_code = 128 + signal.SIGTERM
 
 
 @dataclass
@@ -74,16 +85,24 @@ def encode_corpus(
     from sentkit.encoders.fingerprint import model_fingerprint
 
     model = {"name": request.model, "fingerprint": model_fingerprint(encoder)}
+    if engine == "local" or request.address is None:  # a cluster's GPUs are not this machine's
+        resolve_device(encoder, request.device)  # before the folder exists
     if engine == "ray":
         encoder = None  # the actors load their own copies
     folder.mkdir(parents=True, exist_ok=True)
-    with _folder_lock(folder):
+    with _folder_lock(folder), _sigterm_as_interrupt():
         _remove_temporary_files(folder)
         manifest = Manifest.load(folder)  # again, under the lock
         if manifest is not None:
             manifest.check_request(request.settings, model, inputs)
+            missing = manifest.check_records()
             manifest.check_shard_files()
-            if manifest.complete and manifest.inputs_unchanged():
+            if missing:
+                more = f" and {len(missing) - 1} more ranges" if len(missing) > 1 else ""
+                log(f"{manifest.path}: no shard for {missing[0]}{more}; encoding them")
+                manifest.data["complete"] = False
+            elif manifest.complete:
+                _recheck_inputs(manifest, log)
                 rows, shards = manifest.data["rows"], len(manifest.shards)
                 log(
                     f"nothing to do: {folder} already holds all {rows} rows ({shards} shards) of {request.input}"
@@ -182,6 +201,26 @@ def _run(job: EncodeJob, engine: str, encoder, manifest: Manifest, log) -> dict:
     }
 
 
+def _recheck_inputs(manifest: Manifest, log) -> None:
+    """A finished folder: every input whose identity differs from the recorded one, or cannot be trusted, has
+    its texts compared with the shards' digests (InputChanged, nothing written, when they differ); the
+    identity it had while it was read is then recorded."""
+    rechecked = []
+    for index, entry in enumerate(manifest.data["inputs"]):
+        if manifest.input_unchanged(index):
+            continue
+        log(
+            f"{entry['path']}: not the size, mtime or inode recorded when it was encoded (or recorded too soon "
+            "after it was written); comparing its rows with the shards' texts"
+        )
+        identity = manifest.verify_texts(index)
+        rechecked.append(InputEnd(index, entry["rows"], identity))
+    for end in rechecked:
+        manifest.end_input(end)
+    if rechecked:
+        manifest.save()
+
+
 def _check_without_model(manifest: Manifest, settings: ShardSettings, inputs: list[InputFile]) -> None:
     """The manifest checks that need no model, run before it loads (seconds to minutes)."""
     recorded = {
@@ -189,6 +228,7 @@ def _check_without_model(manifest: Manifest, settings: ShardSettings, inputs: li
         "name": manifest.data["model"].get("name"),
     }
     manifest.check_request(settings, recorded, inputs)
+    manifest.check_records()
 
 
 def _load_encoder(name: str):
@@ -236,6 +276,25 @@ def _folder_lock(folder: Path):
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM raises Terminated in the main thread while the run holds the folder; a second SIGTERM
+    kills as usual (the manifest on disk is then the previous, complete version)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def terminate(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _stderr(line: str) -> None:

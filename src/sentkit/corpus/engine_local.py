@@ -37,21 +37,27 @@ class EncodeJob:
         return iter_work(self.inputs[index], index, self.settings, self.done.get(index), known)
 
 
-def place_encoder(encoder, device: str):
-    """`encoder` on `device` ("auto": a GPU when torch sees one and the encoder is a torch module);
-    returns (encoder, the device name it runs on)."""
+def resolve_device(encoder, device: str) -> str:
+    """The device `encoder` runs on for `device` ("auto": a GPU when torch sees one and the encoder is a torch
+    module); `cuda` where it cannot run is refused (InvalidArgument)."""
     is_module = callable(getattr(encoder, "to", None)) and hasattr(encoder, "parameters")
     if device == "cpu" or not is_module:
         if device == "cuda":
             raise InvalidArgument(f"--device cuda: {type(encoder).__name__} runs on the CPU only")
-        return encoder, "cpu"
+        return "cpu"
     import torch
 
     if not torch.cuda.is_available():
         if device == "cuda":
             raise InvalidArgument("--device cuda: torch sees no GPU")
-        return encoder, "cpu"
-    return encoder.to("cuda"), "cuda"
+        return "cpu"
+    return "cuda"
+
+
+def place_encoder(encoder, device: str):
+    """`encoder` on `device` (see resolve_device); returns (encoder, the device name it runs on)."""
+    name = resolve_device(encoder, device)
+    return (encoder.to("cuda") if name == "cuda" else encoder), name
 
 
 def run_local(job: EncodeJob, encoder, info: dict) -> Iterator[dict | InputEnd]:

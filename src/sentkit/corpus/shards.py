@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from sentkit.atomic import atomic_write_bytes
+from sentkit.corpus.identity import describe_change, file_identity, same_identity
 from sentkit.corpus.readers import InputFile, iter_rows
 from sentkit.errors import SentkitError
 
@@ -60,10 +61,12 @@ class ShardWork:
 
 @dataclass(frozen=True)
 class InputEnd:
-    """Input `input` was read to its end: it has `rows` rows."""
+    """Input `input` was read to its end: it has `rows` rows; `identity` is the file's identity taken when it
+    was opened and found unchanged once read (identity.py; None: not reported, so not recorded)."""
 
     input: int
     rows: int
+    identity: dict | None = None
 
 
 def shard_name(input_index: int, chunk: int, fmt: str) -> str:
@@ -92,9 +95,12 @@ def iter_work(
 
     `done` maps chunk index -> manifest record of shards already written: those are read past, their texts
     checked against the recorded digest (InputChanged when they differ). `known_rows`: the row count a
-    previous run found, for an input already read to its end (a different count is InputChanged).
+    previous run found, for an input already read to its end (a different count is InputChanged). The file's
+    identity is taken before it is opened and compared after each shard's rows and at its end: a file changed
+    while it is read stops the run (InputChanged) before the shard read across the change is handed on.
     """
     done = done or {}
+    opened = _identity(source.path)
     texts: list[str] = []
     chunk, first_row, rows = 0, 1, 0
     for row, text in iter_rows(source, settings.text_field):
@@ -106,8 +112,10 @@ def iter_work(
         texts.append(text)
         rows = row
         if len(texts) == settings.shard_size:
+            _check_unchanged(source, opened)
             yield from _emit(source, input_index, chunk, first_row, texts, settings, done)
             chunk, first_row, texts = chunk + 1, row + 1, []
+    _check_unchanged(source, opened)
     if texts:
         yield from _emit(source, input_index, chunk, first_row, texts, settings, done)
     if known_rows is not None and rows != known_rows:
@@ -115,7 +123,24 @@ def iter_work(
             f"{source.path}: has {rows} rows, {known_rows} when it was encoded; "
             "encode the changed input into a new folder"
         )
-    yield InputEnd(input_index, rows)
+    yield InputEnd(input_index, rows, opened)
+
+
+def _identity(path: str) -> dict | None:
+    try:
+        return file_identity(path)
+    except OSError:
+        return None  # the reader names the missing file
+
+
+def _check_unchanged(source: InputFile, opened: dict | None) -> None:
+    now = _identity(source.path)
+    if opened is not None and not same_identity(opened, now):
+        change = describe_change(opened, now) if now is not None else "deleted"
+        raise InputChanged(
+            f"{source.path}: changed while it was read ({change}); its finished shards are kept and "
+            "checked against it by the next run: rerun once nothing writes to it"
+        )
 
 
 def _emit(source, input_index, chunk, first_row, texts, settings, done) -> Iterator[ShardWork]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sentkit.corpus.identity import IDENTITY_KEYS, file_identity, same_identity
 from sentkit.corpus.manifest import Manifest, ManifestMismatch
 from sentkit.corpus.readers import InputFile, iter_rows
 from sentkit.corpus.shards import load_shard
@@ -74,12 +75,14 @@ class ShardVectors:
             raise ManifestMismatch(
                 f"{self.folder}: the encode run has not finished (rerun the same sentkit encode to complete it)"
             )
-        if not manifest.inputs_unchanged():
-            raise ManifestMismatch(
-                f"{self.folder}: an input changed since it was encoded; rerun the same sentkit encode (it checks "
-                "the rows against the shards) before mining, so the texts written match the vectors"
-            )
+        manifest.check_covered()
         manifest.check_shard_files()
+        # each input must be the file its shards were encoded from: by its recorded identity when that is
+        # unchanged and trusted, else by its texts against the shards' digests (InputChanged when they differ)
+        self._identities = [
+            {k: e.get(k) for k in IDENTITY_KEYS} if manifest.input_unchanged(i) else manifest.verify_texts(i)
+            for i, e in enumerate(manifest.data["inputs"])
+        ]
         self.manifest = manifest
         self.model = dict(manifest.data["model"])
         self.format = manifest.settings.format
@@ -134,11 +137,13 @@ class ShardVectors:
             wanted.setdefault(index, {})[number] = None
         for index, numbers in wanted.items():
             last = max(numbers)
+            self._check_unchanged(index)
             for number, text in iter_rows(self._readable[index], self.text_field):
                 if number in numbers:
                     numbers[number] = text
                 if number >= last:
                     break
+            self._check_unchanged(index)
         missing = [(i, n) for i, n in located if wanted[i][n] is None]
         if missing:
             index, number = missing[0]
@@ -146,3 +151,15 @@ class ShardVectors:
                 f"{self.inputs[index].path}: has no row {number} any more; it changed after encoding"
             )
         return [wanted[i][n] for i, n in located]
+
+    def _check_unchanged(self, index: int) -> None:
+        """Input `index` is still the file checked against the shards when the folder was opened."""
+        try:
+            current = file_identity(self._readable[index].path)
+        except OSError:
+            current = None
+        if not same_identity(self._identities[index], current):
+            raise ManifestMismatch(
+                f"{self.inputs[index].path}: changed while mining read it; its texts no longer match the "
+                "vectors: rerun the same sentkit encode, then mine again"
+            )
