@@ -133,7 +133,10 @@ def test_verdicts():
     assert verdict(_record(ci=[-2.0, -0.5], item={"ci": [-1.6, -0.8]}), -1)["verdict"] == REPRODUCED
     assert verdict(_record(ci=[-2.0, -0.5], item={"ci": [-1.6, -0.8]}), 1)["verdict"] == OPPOSITE
     wide = _record(ci=[-0.5, 3.0], p_value=0.2)
-    assert verdict(wide, 1) == {"verdict": SUGGESTIVE, "why": "only the item-level CI excludes 0 (seed-aware p 0.200)"}
+    assert verdict(wide, 1) == {
+        "verdict": SUGGESTIVE,
+        "why": "only the item-level CI excludes 0 (seed-aware p 0.200)",
+    }
     unsure = _record(ci=[-0.5, 3.0], p_value=0.2, item={"ci": [-0.1, 2.0]}, detectable=3.2)
     assert verdict(unsure, 1, effect=2.35)["verdict"] == UNDERPOWERED
     assert verdict(unsure, 1, effect=-3.5)["verdict"] == INCONCLUSIVE  # could have found the paper's 3.5
