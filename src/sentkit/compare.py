@@ -18,7 +18,6 @@ from sentkit.atomic import atomic_write_json
 from sentkit.errors import DataFormatError, InvalidArgument, MissingDataError
 from sentkit.stats import bootstrap
 from sentkit.stats.items import TaskItems, read_sidecar
-from sentkit.stats.seeds import seed_aware_difference
 
 
 class ItemsDiffer(DataFormatError):
@@ -239,19 +238,37 @@ def compare_seeds(
     level: float = bootstrap.LEVEL,
 ) -> dict:
     """B - A over training seeds: runs of A and of B (files, or folders of results files) paired by their
-    training seed, all on the same items; per task the mean over seeds of B - A with the per-seed
-    differences, the item-level interval and the seed-aware interval, p-value and smallest detectable
-    difference (`sentkit.stats.seeds`). Seeds that do not pair, or items that differ, stop it."""
+    training seed, then `compare_seed_pairs`. Seeds that do not pair stop it with one line."""
     from sentkit.report import load_results
 
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
     if not a_paths or not b_paths:
         raise InvalidArgument("compare needs results files of A (--a) and of B (--b)")
     a_files, b_files = results_files(a_paths), results_files(b_paths)
     a_runs, b_runs = load_results(a_files), load_results(b_files)
-    pairs = _pair_by_seed(a_files, b_files, a_runs, b_runs)
-    runs = a_runs + b_runs
+    pairs = [(s, a_files[i], b_files[j]) for s, i, j in _pair_by_seed(a_files, b_files, a_runs, b_runs)]
+    return compare_seed_pairs(pairs, tasks, resamples, seed, level)
+
+
+def compare_seed_pairs(
+    pairs: Sequence[tuple[int | str | None, str | Path, str | Path]],
+    tasks: Sequence[str] | None = None,
+    resamples: int = bootstrap.RESAMPLES,
+    seed: int = bootstrap.SEED,
+    level: float = bootstrap.LEVEL,
+) -> dict:
+    """(seed, A results, B results) per training seed, all on the same items: per task the mean over
+    seeds of B - A with the per-seed differences, the item-level interval and the seed-aware interval,
+    p-value and smallest detectable difference (`sentkit.stats.seeds.seed_record`). Items that differ stop
+    it (ItemsDiffer), as in `compare_runs`."""
+    from sentkit.report import load_results
+    from sentkit.stats.seeds import seed_aware_difference
+
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
+    if not pairs:
+        raise InvalidArgument("a comparison over seeds needs at least one (A, B) pair of results files")
+    paths = [path for _, a, b in pairs for path in (a, b)]
+    runs = load_results(paths)
     shared = [t for t in runs[0]["tasks"] if all(t in run["tasks"] for run in runs)]
     if tasks is not None:
         unknown = [t for t in tasks if t not in shared]
@@ -261,20 +278,19 @@ def compare_seeds(
     if not shared:
         raise InvalidArgument("the results files of --a and --b share no scored task")
     per_pair, missing = [], {}
-    for _, i, j in pairs:
-        items, gaps = _paired_items(a_runs[i], b_runs[j], a_files[i], b_files[j], shared)
+    for i in range(len(pairs)):
+        items, gaps = _paired_items(runs[2 * i], runs[2 * i + 1], paths[2 * i], paths[2 * i + 1], shared)
         per_pair.append(items)
         missing.update({task: why for task, why in gaps.items() if task not in missing})
-    first = a_files[pairs[0][1]]
     compared = {}
     for task in [t for t in shared if t not in missing]:
         items = [pair[task] for pair in per_pair]
-        for (_, i, _), (ta, _) in zip(pairs[1:], items[1:]):  # each B was checked against its A
+        for i, (ta, _) in enumerate(items[1:], start=1):  # each B was checked against its A
             if ta.data_sha256() != items[0][0].data_sha256():
                 raise ItemsDiffer(
-                    a_files[i],
+                    paths[2 * i],
                     None,
-                    f"task {task} was not scored on the same items as in {first} "
+                    f"task {task} was not scored on the same items as in {paths[0]} "
                     f"({_difference(items[0][0], ta)}); no comparison over seeds exists",
                 )
         compared[task] = {
@@ -285,10 +301,10 @@ def compare_seeds(
         "pairs": [
             {
                 "seed": s,
-                "a": {"path": str(a_files[i]), "model": a_runs[i]["model"]},
-                "b": {"path": str(b_files[j]), "model": b_runs[j]["model"]},
+                "a": {"path": str(a), "model": runs[2 * i]["model"]},
+                "b": {"path": str(b), "model": runs[2 * i + 1]["model"]},
             }
-            for s, i, j in pairs
+            for i, (s, a, b) in enumerate(pairs)
         ],
         "bootstrap": {
             "method": "paired percentile over the items (item); seed-aware t interval (seeds and items)",
@@ -298,7 +314,8 @@ def compare_seeds(
             "seed_aware": "mean over seeds of B - A +- t * se, se^2 = var(per-seed B - A) / seeds + "
             "var over item draws of the mean B - A; Welch-Satterthwaite df (1 with two seeds); "
             "p from the same t",
-            "detectable": "the difference this test finds with 80% power: half-width * (t_0.975 + t_0.8) / t_0.975",
+            "detectable": "the difference this test finds with 80% power: "
+            "half-width * (t_0.975 + t_0.8) / t_0.975",
         },
         "tasks": compared,
         "not_compared": missing,
@@ -308,6 +325,8 @@ def compare_seeds(
 def seeds_comparison_text(result: dict) -> str:
     """One line per task: A and B (means over seeds), B - A per seed, the item-level and seed-aware 95%
     intervals of the mean B - A, the seed-aware p and the smallest detectable difference."""
+    from sentkit.stats.seeds import format_p
+
     b = result["bootstrap"]
     pct = f"{100 * b['level']:g}%"
     pairs = result["pairs"]
@@ -333,7 +352,7 @@ def seeds_comparison_text(result: dict) -> str:
                 " ".join(f"{d:+.2f}" for d in main["deltas"]),
                 _signed_ci(main["item"]["ci"]),
                 _signed_ci(main["ci"]),
-                "-" if main["p_value"] is None else f"{main['p_value']:.3f}",
+                "-" if main["p_value"] is None else format_p(main["p_value"]),
                 f"{main['detectable']:.2f}",
             )
         )

@@ -135,7 +135,7 @@ def test_verdicts():
     wide = _record(ci=[-0.5, 3.0], p_value=0.2)
     assert verdict(wide, 1) == {
         "verdict": SUGGESTIVE,
-        "why": "only the item-level CI excludes 0 (seed-aware p 0.200)",
+        "why": "only the item-level CI excludes 0; seed-aware p 0.200",
     }
     unsure = _record(ci=[-0.5, 3.0], p_value=0.2, item={"ci": [-0.1, 2.0]}, detectable=3.2)
     assert verdict(unsure, 1, effect=2.35)["verdict"] == UNDERPOWERED

@@ -52,15 +52,21 @@ VERDICTS = (REPRODUCED, OPPOSITE, SUGGESTIVE, UNDERPOWERED, INCONCLUSIVE)
 def seed_t_interval(deltas: np.ndarray, replicates: np.ndarray, level: float = bootstrap.LEVEL) -> dict:
     """The seed-aware interval (module doc) of the mean of `deltas` (..., k): each seed's B - A, with
     `replicates` (..., k, R) each seed's B - A on R item draws shared by the seeds. Leading axes are
-    independent comparisons (a simulation computes thousands at once). Returns arrays (...): delta, se, df,
-    low, high, p_value and detectable (the difference found with probability POWER at this level: the
-    half-width times (t_{1-a/2} + t_{POWER}) / t_{1-a/2}). k >= 2."""
+    independent comparisons (a simulation computes thousands at once); see `seed_t`."""
+    pooled = np.asarray(replicates, dtype=np.float64).mean(axis=-2)  # (..., R): mean over seeds per draw
+    return seed_t(deltas, _finite_variance(pooled), level)
+
+
+def seed_t(deltas: np.ndarray, item_variance: np.ndarray | float, level: float = bootstrap.LEVEL) -> dict:
+    """The seed-aware interval of the mean of `deltas` (..., k) whose item-level variance (seeds held
+    fixed) is `item_variance` (...). Returns arrays (...): delta, se, df, low, high, p_value and detectable
+    (the difference found with probability POWER at this level: the half-width times
+    (t_{1-a/2} + t_{POWER}) / t_{1-a/2}). k >= 2."""
     deltas = np.asarray(deltas, dtype=np.float64)
     k = deltas.shape[-1]
     if k < 2:
         raise ValueError("a seed-aware interval needs at least two seeds")
-    pooled = np.asarray(replicates, dtype=np.float64).mean(axis=-2)  # (..., R): mean over seeds per draw
-    v_item = _finite_variance(pooled)
+    v_item = np.asarray(item_variance, dtype=np.float64)
     v_seed = deltas.var(axis=-1, ddof=1) / k
     delta = deltas.mean(axis=-1)
     se = np.sqrt(v_seed + v_item)
@@ -117,7 +123,7 @@ def two_level_bootstrap(
     while m > 0 and not 2.0 * m / n < alpha:  # m: the largest tail count whose p-value is below alpha
         m -= 1
     tail = min(np.sum(means <= 0), np.sum(means >= 0))
-    return {"ci": [float(means[m]), float(means[n - 1 - m])], "p_value": min(1.0, 2.0 * tail / n)}
+    return {"ci": [float(means[m]), float(means[n - 1 - m])], "p_value": float(min(1.0, 2.0 * tail / n))}
 
 
 def seed_aware_difference(
@@ -168,16 +174,47 @@ def seed_record(
         "deltas": deltas,
         "seed_sd": float(np.std(deltas, ddof=1)) if k > 1 else None,
         "item": {key: item[key] for key in ("ci", "p_value", "resamples")},
-        "ci": None,
-        "p_value": None,
-        "se": None,
-        "df": None,
-        "detectable": None,
         "level": level,
         "two_level_bootstrap": None,
     }
+    _add_seed_aware(record, float(_finite_variance(pooled)))
     if k > 1:
-        t = seed_t_interval(np.asarray(deltas), replicates, level)
+        record["two_level_bootstrap"] = two_level_bootstrap(replicates, level, seed)
+    return record
+
+
+def record_from_summary(
+    a: float, b: float, deltas: Sequence[float], item_ci: Sequence[float], level: float = bootstrap.LEVEL
+) -> dict:
+    """A `seed_record` rebuilt without the per-item values, from what a summary keeps: each seed's B - A
+    and the item-level percentile interval of their mean, whose variance is read off its width as a normal
+    interval's ((high - low) / (2 z))^2. Close to the record from the items, not identical; `item_ci`
+    stays the one given."""
+    deltas = [float(d) for d in deltas]
+    record = {
+        "a": float(a),
+        "b": float(b),
+        "delta": float(np.mean(deltas)),
+        "seeds": len(deltas),
+        "deltas": deltas,
+        "seed_sd": float(np.std(deltas, ddof=1)) if len(deltas) > 1 else None,
+        "item": {"ci": list(item_ci) if item_ci else None, "p_value": None, "resamples": None},
+        "level": level,
+        "two_level_bootstrap": None,
+        "item_variance_from": "the item-level CI's width",
+    }
+    z = stats.norm.ppf(0.5 + level / 2)
+    _add_seed_aware(record, ((item_ci[1] - item_ci[0]) / (2 * z)) ** 2 if item_ci else 0.0)
+    return record
+
+
+def _add_seed_aware(record: dict, item_variance: float) -> None:
+    """Fill the seed-aware fields of a record from its deltas and the item-level variance of their mean;
+    with one seed only `detectable`, from the items alone (a lower bound on the true one)."""
+    level = record["level"]
+    record.update(ci=None, p_value=None, se=None, df=None, detectable=None)
+    if record["seeds"] > 1:
+        t = seed_t(np.asarray(record["deltas"]), item_variance, level)
         df = float(t["df"])
         record.update(
             ci=[float(t["low"]), float(t["high"])],
@@ -185,13 +222,15 @@ def seed_record(
             se=float(t["se"]),
             df=df if np.isfinite(df) else None,  # None: the normal quantile (no seed spread)
             detectable=float(t["detectable"]),
-            two_level_bootstrap=two_level_bootstrap(replicates, level, seed),
         )
     else:
-        finite = pooled[np.isfinite(pooled)]
-        sd = float(np.std(finite, ddof=1)) if len(finite) > 1 else 0.0
-        record["detectable"] = float((stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(POWER)) * sd)
-    return record
+        z = stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(POWER)
+        record["detectable"] = float(z * np.sqrt(item_variance))
+
+
+def format_p(p: float) -> str:
+    """A p-value as tables print it: three decimals, and "<0.001" below that (never "0.000")."""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def _excludes_zero(ci: Sequence[float] | None) -> int:
@@ -219,14 +258,14 @@ def verdict(record: dict, direction: int, effect: float | None = None) -> dict:
     p = record["p_value"]
     detectable = record["detectable"]
     if seeds == direction and p is not None and p < alpha:
-        return {"verdict": REPRODUCED, "why": f"seed-aware CI excludes 0, p {p:.3f}"}
+        return {"verdict": REPRODUCED, "why": f"seed-aware CI excludes 0, p {format_p(p)}"}
     if seeds == -direction:
-        return {"verdict": OPPOSITE, "why": f"seed-aware CI excludes 0 on the other side, p {p:.3f}"}
+        return {"verdict": OPPOSITE, "why": f"seed-aware CI excludes 0 on the other side, p {format_p(p)}"}
     if item == direction:
         why = (
             "one seed: only the item-level CI can exclude 0"
             if record["seeds"] < 2
-            else f"only the item-level CI excludes 0 (seed-aware p {p:.3f})"
+            else f"only the item-level CI excludes 0; seed-aware p {format_p(p)}"
         )
         return {"verdict": SUGGESTIVE, "why": why}
     if effect is not None and detectable is not None and detectable > abs(effect):
@@ -234,5 +273,5 @@ def verdict(record: dict, direction: int, effect: float | None = None) -> dict:
             "verdict": UNDERPOWERED,
             "why": f"detects {detectable:.2f} or more, the paper's effect is {abs(effect):.2f}",
         }
-    why = "the CI includes 0" + ("" if effect is not None else " (the paper's effect size is not known)")
+    why = "the seed-aware CI includes 0" + ("" if effect is not None else "; the paper's effect is not known")
     return {"verdict": INCONCLUSIVE, "why": why}
