@@ -256,6 +256,8 @@ class SeedRuns:
             prepared=prepared,
             data_root=data_root or None,
             show_progress=False,
+            # the training seed, so that `sentkit compare --a ... --b ...` pairs these files by seed
+            extra_config={"example_row": row, **({} if seed is None else {"train_seed": seed})},
         )
         if results["errors"]:
             name, error = next(iter(results["errors"].items()))

@@ -97,6 +97,7 @@ def test_summary_is_sentkit_compare_per_seed_and_pooled(seeds_module, sts_spec, 
         results["1"]["method"].read_text()
     )  # the full sentkit results, per-item values included
     assert "items" in written["tasks"][sts_spec] and written["tasks"][sts_spec]["main_score_ci"]
+    assert written["config"]["train_seed"] == 1 and written["config"]["example_row"] == "method"
 
     claim = next(c for c in data["summary"]["claims"] if c["method"] == "method")
     entry = claim["tasks"][sts_spec]

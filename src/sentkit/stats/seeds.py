@@ -24,7 +24,7 @@ Why not the plain two-level bootstrap (seeds drawn with replacement, then items;
 §3.8; `two_level_bootstrap`, reported beside): with k = 3 seeds there are 10 distinct seed draws, the
 draws' variance is (k - 1) / k of the seeds' and their percentiles ignore that s^2 rests on k - 1 degrees of
 freedom. In the simulation of tests/stats/test_seeds.py (3 seeds, no true effect, a seed spread of a few
-points) it calls 5-13% of null comparisons significant in the paper's direction; the t interval 2-4%
+points) it calls 5-13% of null comparisons significant in the paper's direction; the t interval at most 3.5%
 (docs/evaluation.md gives the numbers).
 """
 
