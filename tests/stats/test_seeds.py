@@ -20,6 +20,7 @@ from sentkit.stats.seeds import (
     seed_t_interval,
     two_level_bootstrap,
     verdict,
+    without_seed_noise,
 )
 
 N_ITEMS = 300
@@ -156,6 +157,20 @@ def test_a_single_seed_is_at_most_suggestive():
     record = seed_aware_difference([pair], resamples=200)["main_score"]
     assert record["ci"] is None and record["p_value"] is None and record["item"]["ci"][0] > 10
     assert record["detectable"] > 0 and verdict(record, 1)["verdict"] == SUGGESTIVE
+
+
+def test_untrained_models_are_judged_on_their_items():
+    """Two models no seed changes (both scored once): the items' normal interval carries the verdict."""
+    reps = np.random.default_rng(7).normal(1.2, 0.4, size=(1, 2000))
+    record = seed_record([50.0], [51.2], reps)
+    assert record["ci"] is None and verdict(record, 1)["verdict"] == SUGGESTIVE
+    fixed = without_seed_noise(record)
+    se = np.std(reps, ddof=1)
+    assert fixed["ci"] == pytest.approx([1.2 - 1.959964 * se, 1.2 + 1.959964 * se])
+    assert fixed["p_value"] == pytest.approx(2 * stats.norm.sf(1.2 / se)) and fixed["p_value"] < 0.05
+    assert verdict(fixed, 1)["verdict"] == REPRODUCED and verdict(fixed, -1)["verdict"] == OPPOSITE
+    same = without_seed_noise(seed_record([50.0], [50.0], np.zeros((1, 10))))
+    assert same["ci"] == [0.0, 0.0] and same["p_value"] == 1.0
 
 
 def _simulate(sims: int, k: int, seed_sd: np.ndarray, effect: float, rng) -> tuple[np.ndarray, np.ndarray]:

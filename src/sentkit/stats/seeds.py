@@ -213,6 +213,7 @@ def _add_seed_aware(record: dict, item_variance: float) -> None:
     with one seed only `detectable`, from the items alone (a lower bound on the true one)."""
     level = record["level"]
     record.update(ci=None, p_value=None, se=None, df=None, detectable=None)
+    record["item_se"] = float(np.sqrt(item_variance))
     if record["seeds"] > 1:
         t = seed_t(np.asarray(record["deltas"]), item_variance, level)
         df = float(t["df"])
@@ -226,6 +227,24 @@ def _add_seed_aware(record: dict, item_variance: float) -> None:
     else:
         z = stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(POWER)
         record["detectable"] = float(z * np.sqrt(item_variance))
+
+
+def without_seed_noise(record: dict) -> dict:
+    """A record of runs no training seed changes (two untrained models, each scored once): the seed-aware
+    fields become the items' normal interval delta +- z * item_se and its p-value, which then carry the
+    verdict (nothing else varies). The items' percentile interval stays under `item`."""
+    z = stats.norm.ppf(0.5 + record["level"] / 2)
+    se, delta = record["item_se"], record["delta"]
+    t = abs(delta) / se if se > 0 else (0.0 if delta == 0 else np.inf)
+    return {
+        **record,
+        "ci": [delta - z * se, delta + z * se],
+        "p_value": float(2.0 * stats.norm.sf(t)),
+        "se": se,
+        "df": None,
+        "detectable": float((z + stats.norm.ppf(POWER)) * se),
+        "seed_noise": False,
+    }
 
 
 def format_p(p: float) -> str:
@@ -245,7 +264,8 @@ def verdict(record: dict, direction: int, effect: float | None = None) -> dict:
     its size in points, when it prints one): {"verdict": one of VERDICTS, "why": a short reason}.
 
     - reproduced: the seed-aware interval excludes 0 on the paper's side, and p < 1 - level (the two agree
-      by construction; both are checked). A single seed is never more than suggestive.
+      by construction; both are checked). A single seed is never more than suggestive, unless no seed
+      changes the runs (`without_seed_noise`).
     - opposite: the seed-aware interval excludes 0 on the other side.
     - suggestive: only the item-level interval (the seeds as fixed) excludes 0 on the paper's side.
     - underpowered: none of the above, and the smallest detectable difference exceeds |effect|.
