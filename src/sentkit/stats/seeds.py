@@ -15,7 +15,7 @@ Welch-Satterthwaite degrees of freedom (k - 1 when the seeds dominate, growing t
 the items do; the item part is an estimate from many draws and is given infinite degrees of freedom).
 With two seeds the seed variance rests on one degree of freedom, its estimate is often far too small and
 the Satterthwaite df then too large (5-7% of null comparisons significant on one side in the simulation
-below, against 2.5% nominal): two seeds use df = 1, the seeds' own.
+of docs/evaluation.md, against 2.5% nominal): two seeds use df = 1, the seeds' own.
 The p-value is the same t statistic's two-sided tail, so the interval excludes 0 exactly when p < 1 - level.
 s^2 already holds the part of the item noise that differs between seeds, so that part is counted twice:
 the interval errs on the wide side.
