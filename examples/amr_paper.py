@@ -131,6 +131,19 @@ def retrofit_claim_text(task: str, model: str) -> str:
     return prefix + ". ".join(parts)
 
 
+def retrofit_effect(task: str, model: str) -> float | None:
+    """The paper's gain from retrofitting our `model` on `task` (its "++ #5" cell minus the text-only one),
+    where the task is one score key and the paper prints both cells for the model; else None."""
+    keys = {c.key for c in cells_for(task)}
+    if len(keys) != 1:
+        return None
+    (key,) = keys
+    text, retrofitted = paper_value(model, False, task, key), paper_value(model, True, task, key)
+    if text is None or retrofitted is None:
+        return None
+    return round(retrofitted.value - text.value, 2)
+
+
 def paper_value(model: str, retrofitted: bool, task: str, key: str) -> PaperCell | None:
     """The paper's cell for our `model` (text only, or retrofitted: its "++ #5" row) on `task`/`key`."""
     name = PAPER_MODELS.get(model)

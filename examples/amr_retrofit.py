@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from amr_paper import PAPER_MODELS, paper_record, paper_value, retrofit_claim_text
+from amr_paper import PAPER_MODELS, paper_record, paper_value, retrofit_claim_text, retrofit_effect
 from seeds import (
     Claim,
     Row,
@@ -195,9 +195,10 @@ def declare(models: list[str], control: str) -> tuple[list[Row], list[Claim]]:
         ]
         main = f"{label}/concat_norm"
         paper = {task: retrofit_claim_text(task, label) for task, _ in (*STS_TASKS, *TRANSFER_TASKS)}
-        claims.append(
-            Claim(main, f"{label}/s", "retrofitting with AMR improves the text encoder (main claim)", paper)
-        )
+        effects = {task: retrofit_effect(task, label) for task, _ in (*STS_TASKS, *TRANSFER_TASKS)}
+        says = "retrofitting with AMR improves the text encoder (main claim)"
+        effect = {task: e for task, e in effects.items() if e is not None}
+        claims.append(Claim(main, f"{label}/s", says, paper, effect=effect))
         claims.append(
             Claim(
                 f"{label}/weighted",

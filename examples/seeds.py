@@ -16,12 +16,18 @@ cells it prints). Then:
 
 Summary, per row and task: the mean, sample standard deviation and min..max of the main score over the
 seeds, and each seed's score with its 95% CI. Per claim and task: B - A (method minus baseline) for each
-seed, which is `sentkit compare` on the two results files (`compare_runs`), and pooled over the seeds
-(`compare_pooled`): the mean over seeds of B - A, every run resampled on the same test items, so its
-interval covers the choice of test items for these seeds; the spread over seeds is in the per-seed values.
-Verdict: reproduced when the pooled interval excludes 0 on the side the paper reports and every seed's
-difference has that sign; the opposite direction when it excludes 0 on the other side (seeds agreeing);
-otherwise inconclusive.
+seed, which is `sentkit compare` on the two results files (`compare_runs`); the item-level interval of
+their mean over the seeds (every run resampled on the same test items: it treats the seeds as fixed); and
+the seed-aware interval, p-value and smallest detectable difference (`sentkit compare --a ... --b ...`,
+`sentkit.stats.seeds`: the spread over seeds and over items both count). The verdict
+(`sentkit.stats.seeds.verdict`): reproduced when the seed-aware interval excludes 0 on the side the paper
+reports and p < 0.05; opposite when it excludes 0 on the other side; suggestive when only the item-level
+interval excludes 0 on the paper's side; underpowered when the smallest detectable difference exceeds the
+paper's effect (`Claim.effect`, where the paper prints one); otherwise inconclusive. One seed is at most
+suggestive.
+
+`rejudge(results.json)` recomputes the verdict rows of a results file written earlier (`python
+examples/seeds.py docs/results/emu.json` prints them).
 """
 
 from __future__ import annotations
@@ -39,10 +45,14 @@ from pathlib import Path
 FULL_SEEDS = "42,43,44"
 QUICK_SEEDS = "42"
 ONCE = "once"  # the key of rows that are not trained (the start model): scored once, the same for every seed
-REPRODUCED = "reproduced"
-OPPOSITE = "not reproduced: the opposite direction"
-INCONCLUSIVE_CI = "inconclusive: the 95% CI includes 0"
-INCONCLUSIVE_SEEDS = "inconclusive: the seeds disagree in sign"
+# sentkit.stats.seeds.VERDICTS, named here so that importing this module does not load scipy
+VERDICTS = (REPRODUCED, OPPOSITE, SUGGESTIVE, UNDERPOWERED, INCONCLUSIVE) = (
+    "reproduced",
+    "opposite",
+    "suggestive",
+    "underpowered",
+    "inconclusive",
+)
 # settings that do not change what a seed's rows measure: they may differ between sessions of one results file
 NOT_SETTINGS = frozenset(
     {"seeds", "threads", "out", "eval_batch_size", "data_root", "no_plot", "keep_checkpoints"}
@@ -131,16 +141,13 @@ class Claim:
     paper: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] = ()
     direction: int = 1
+    effect: dict[str, float] = field(default_factory=dict)  # task (or "*") -> the paper's B - A in points
 
 
-def verdict(direction: int, ci: Sequence[float] | None, deltas: Sequence[float]) -> str:
-    """Whether the pooled difference reproduces the direction the paper reports (see module doc)."""
-    if not ci or ci[0] <= 0 <= ci[1]:
-        return INCONCLUSIVE_CI
-    sign = 1 if ci[0] > 0 else -1
-    if any(d * sign <= 0 for d in deltas):
-        return INCONCLUSIVE_SEEDS
-    return REPRODUCED if sign == direction else OPPOSITE
+def paper_effect(claim: dict, task: str) -> float | None:
+    """The paper's B - A on `task` for a claim (a `Claim` as a dict), when it prints one."""
+    effects = claim.get("effect") or {}
+    return effects.get(task, effects.get("*"))
 
 
 def _plain(value):
@@ -249,6 +256,8 @@ class SeedRuns:
             prepared=prepared,
             data_root=data_root or None,
             show_progress=False,
+            # the training seed, so that `sentkit compare --a ... --b ...` pairs these files by seed
+            extra_config={"example_row": row, **({} if seed is None else {"train_seed": seed})},
         )
         if results["errors"]:
             name, error = next(iter(results["errors"].items()))
@@ -322,7 +331,7 @@ def summarize(
     data: dict, rows: dict[str, Row], claims: Sequence[Claim], out: Path, seeds: Sequence[int]
 ) -> dict:
     """Per row and task the spread over seeds; per claim and task the paired differences (module doc)."""
-    from sentkit.compare import compare_pooled, compare_runs
+    from sentkit.compare import compare_runs, compare_seed_pairs
 
     scored = data["scored"]
     table: dict[str, dict] = {}
@@ -347,13 +356,7 @@ def summarize(
     for claim in claims:
         if claim.method not in table or claim.baseline not in table:
             continue
-        method, baseline = rows[claim.method], rows[claim.baseline]
-        pairs = []  # (seed key, baseline results, method results)
-        for seed_key in [str(s) for s in seeds] if (method.seeded or baseline.seeded) else [ONCE]:
-            a = scored.get(seed_key if baseline.seeded else ONCE, {}).get(claim.baseline)
-            b = scored.get(seed_key if method.seeded else ONCE, {}).get(claim.method)
-            if a and b:
-                pairs.append((seed_key, out / a["results"], out / b["results"]))
+        pairs = claim_pairs(scored, asdict(claim), rows, seeds, out)
         shared = [t for t in table[claim.method] if t in table[claim.baseline]]
         tasks = [t for t in (claim.tasks or shared) if t in shared]
         if not pairs or not tasks:
@@ -364,20 +367,69 @@ def summarize(
             per_seed[seed_key] = {
                 t: _difference(e["scores"]["main_score"]) for t, e in result["tasks"].items()
             }
-        pooled = compare_pooled([(a, b) for _, a, b in pairs], tasks=tasks)["tasks"]
+        over_seeds = compare_seed_pairs(pairs, tasks=tasks)["tasks"]
         entry = {**asdict(claim), "seeds": [k for k, _, _ in pairs], "tasks": {}}
         for task in tasks:
-            if task not in pooled:
+            if task not in over_seeds:
                 continue
-            main = pooled[task]["scores"]["main_score"]
+            record = seed_free(over_seeds[task]["scores"]["main_score"], asdict(claim), rows)
             entry["tasks"][task] = {
                 "paper": claim.paper.get(task, claim.paper.get("*", "")),
                 "per_seed": {k: per_seed[k][task] for k in per_seed if task in per_seed[k]},
-                "pooled": {**_difference(main), "a": main["a"], "b": main["b"], "deltas": main["deltas"]},
-                "verdict": verdict(claim.direction, main["ci"], main["deltas"]),
+                **claim_row(entry, task, record),
             }
         compared.append(entry)
     return {"rows": table, "claims": compared}
+
+
+def claim_pairs(
+    scored: dict, claim: dict, rows: dict[str, Row], seeds: Sequence[int], out: Path
+) -> list[tuple[str, Path, Path]]:
+    """(seed key, baseline results, method results) for each seed both rows were scored at; a row scored
+    once is the same file at every seed."""
+    method, baseline = rows[claim["method"]], rows[claim["baseline"]]
+    pairs = []
+    for seed_key in [str(s) for s in seeds] if (method.seeded or baseline.seeded) else [ONCE]:
+        a = scored.get(seed_key if baseline.seeded else ONCE, {}).get(claim["baseline"])
+        b = scored.get(seed_key if method.seeded else ONCE, {}).get(claim["method"])
+        if a and b:
+            pairs.append((seed_key, out / a["results"], out / b["results"]))
+    return pairs
+
+
+def seed_free(record: dict, claim: dict, rows: dict[str, Row]) -> dict:
+    """The record as is, or, when neither row is trained (both scored once: no seed changes them), with
+    the items' interval as the whole story (`sentkit.stats.seeds.without_seed_noise`)."""
+    from sentkit.stats.seeds import without_seed_noise
+
+    if rows[claim["method"]].seeded or rows[claim["baseline"]].seeded:
+        return record
+    return without_seed_noise(record)
+
+
+def claim_row(claim: dict, task: str, record: dict) -> dict:
+    """A claim's row from a seed-aware record: `pooled` (the item-level interval of the mean over seeds),
+    `seed_aware` (interval, p-value, smallest detectable difference, the seeds' spread), the verdict."""
+    pooled = {
+        "delta": record["delta"],
+        "ci": record["item"]["ci"],
+        "p_value": record["item"]["p_value"],
+        "a": record["a"],
+        "b": record["b"],
+        "deltas": record["deltas"],
+    }
+    from sentkit.stats.seeds import verdict
+
+    keys = ("ci", "p_value", "se", "df", "detectable", "seed_sd", "two_level_bootstrap")
+    effect = paper_effect(claim, task)
+    judged = verdict(record, claim["direction"], effect)
+    return {
+        "pooled": pooled,
+        "seed_aware": {key: record.get(key) for key in keys},
+        "effect": effect,
+        "verdict": judged["verdict"],
+        "why": judged["why"],
+    }
 
 
 def _difference(score: dict) -> dict:
@@ -385,6 +437,31 @@ def _difference(score: dict) -> dict:
 
 
 # ---- table.md ------------------------------------------------------------------------------------------
+VERDICT_LEGEND = (
+    f"Verdicts: **{REPRODUCED}** when the seeds + items 95% CI excludes 0 on the side the paper reports "
+    f"and p < 0.05; **{OPPOSITE}** when it excludes 0 on the other side; **{SUGGESTIVE}** when only the "
+    f"items' CI excludes 0 on the paper's side (these seeds, other test items); **{UNDERPOWERED}** when "
+    f"the detectable difference exceeds the paper's effect; otherwise **{INCONCLUSIVE}**. One seed is at "
+    "most suggestive. One verdict per claim and task, without correction for the number of comparisons: "
+    "read the claim the example names as its main one first."
+)
+
+
+def verdict_cells(row: dict) -> list[str]:
+    """The items', the seed-aware, the detectable and the verdict cells of a claim's row."""
+    p, s = row["pooled"], row["seed_aware"]
+    from sentkit.stats.seeds import format_p
+
+    seeds = "-" if s["ci"] is None else f"{_ci(s['ci'], True)} p {format_p(s['p_value'])}"
+    detectable = "-" if s["detectable"] is None else f"{s['detectable']:.2f}"
+    return [
+        f"{p['delta']:+.2f} {_ci(p['ci'], True)}",
+        seeds,
+        detectable,
+        f"**{row['verdict']}** ({row['why']})",
+    ]
+
+
 def _ci(ci: Sequence[float] | None, signed: bool = False) -> str:
     if not ci:
         return "[-]"
@@ -428,14 +505,15 @@ def table_markdown(data: dict, rows: dict[str, Row], notes: Sequence[str], chang
         "## Against the baseline",
         "",
         "B - A = method minus baseline, on the same test items. Per seed: the paired bootstrap over the "
-        "items (what `sentkit compare A.json B.json` prints for the two results files). Pooled: the mean "
-        "over the seeds of B - A, each of the 1000 resamples drawing the same items for every seed; its "
-        "95% CI covers the choice of test items for these seeds, the spread over seeds shows in the "
-        "per-seed values. p: two-sided bootstrap p-value.",
+        "items (what `sentkit compare A.json B.json` prints for the two results files). Items: the mean "
+        "over the seeds of B - A with its 95% CI over the test items, every seed resampled on the same "
+        "items; it treats these seeds as fixed. Seeds + items: the 95% CI and p-value that also count how "
+        "much another training seed moves B - A (`sentkit compare --a ... --b ...`), and the smallest "
+        "difference this test detects with 80% power.",
         "",
         "| claim (paper) | method vs baseline | task | paper's cells | per seed: B - A [95% CI] p | "
-        "pooled B - A [95% CI] p | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "items: B - A [95% CI] | seeds + items: [95% CI] p | detectable | verdict |",
+        "|---|---|---|---|---|---|---|---:|---|",
     ]
     for claim in summary["claims"]:
         pair = f"{rows[claim['method']].label} vs {rows[claim['baseline']].label}"
@@ -444,21 +522,89 @@ def table_markdown(data: dict, rows: dict[str, Row], notes: Sequence[str], chang
                 f"{k}: {d['delta']:+.2f} {_ci(d['ci'], True)} p {d['p_value']:.3f}"
                 for k, d in t["per_seed"].items()
             )
-            p = t["pooled"]
-            pooled = f"{p['delta']:+.2f} {_ci(p['ci'], True)} p {p['p_value']:.3f}"
             lines.append(
-                f"| {claim['says']} | {pair} | {task} | {t['paper'] or '-'} | {per_seed} | {pooled} | "
-                f"**{t['verdict']}** |"
+                f"| {claim['says']} | {pair} | {task} | {t['paper'] or '-'} | {per_seed} | "
+                + " | ".join(verdict_cells(t))
+                + " |"
             )
     verdicts = [t["verdict"] for c in summary["claims"] for t in c["tasks"].values()]
-    lines += [
-        "",
-        f"Verdicts: **{REPRODUCED}** when the pooled 95% CI excludes 0 on the side the paper reports and "
-        f"every seed's difference has that sign; **{OPPOSITE}** when it excludes 0 on the other side (every "
-        f"seed agreeing); otherwise **inconclusive** (the CI includes 0, or the seeds disagree in sign). "
-        "One verdict per claim and task, without correction for the number of comparisons: read the "
-        "claim the example names as its main one first.",
-    ]
+    lines += ["", VERDICT_LEGEND]
     if changes and any(v != REPRODUCED for v in verdicts):
         lines += ["", "## What would change the result", "", changes]
     return "\n".join(lines) + "\n"
+
+
+# ---- judging a results file again ----------------------------------------------------------------------
+def rejudge(path: str | Path, claims: Sequence[Claim] = (), out: str | Path | None = None) -> list[dict]:
+    """The verdict rows of an example's results.json, judged by today's verdict: from the per-item values
+    when the evaluations it names are at hand (in `out`, by default the file's folder: the example's --out),
+    else from the per-seed differences and the item-level CI its summary keeps
+    (`sentkit.stats.seeds.record_from_summary`: the item variance read off the CI's width, close but not
+    exact). `claims` (e.g. the example's own, current ones) give the paper's effects a file written before
+    `Claim.effect` lacks. Each row: the claim and task, its verdict before and now, the new row's numbers
+    (`claim_row`) and `source`: "items" or "summary"."""
+    from sentkit.compare import compare_seed_pairs
+    from sentkit.errors import MissingDataError
+    from sentkit.stats.seeds import record_from_summary
+
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    folder = Path(out) if out is not None else path.parent
+    rows = {key: Row(**row) for key, row in data["rows"].items()}
+    effects = {(c.method, c.baseline): c.effect for c in claims}
+    judged = []
+    for claim in data["summary"]["claims"]:
+        key = (claim["method"], claim["baseline"])
+        claim = {**claim, "effect": effects.get(key, claim.get("effect") or {})}
+        pairs = claim_pairs(data["scored"], claim, rows, data["seeds"], folder)
+        exact = {}
+        if pairs and all(a.is_file() and b.is_file() for _, a, b in pairs):
+            try:
+                exact = compare_seed_pairs(pairs, tasks=list(claim["tasks"]))["tasks"]
+            except MissingDataError:  # a per-item sidecar not kept
+                exact = {}
+        for task, before in claim["tasks"].items():
+            if task in exact:
+                record, source = exact[task]["scores"]["main_score"], "items"
+            else:
+                p = before["pooled"]
+                record, source = record_from_summary(p["a"], p["b"], p["deltas"], p["ci"]), "summary"
+            record = seed_free(record, claim, rows)
+            judged.append(
+                {
+                    "says": claim["says"],
+                    "method": claim["method"],
+                    "baseline": claim["baseline"],
+                    "task": task,
+                    "before": before["verdict"],
+                    **claim_row(claim, task, record),
+                    "source": source,
+                }
+            )
+    return judged
+
+
+def rejudged_markdown(path: str | Path, judged: Sequence[dict]) -> str:
+    """`rejudge`'s rows as a markdown table."""
+    lines = [
+        f"## {path}",
+        "",
+        "| claim | method vs baseline | task | per seed B - A | items: B - A [95% CI] | "
+        "seeds + items: [95% CI] p | detectable | verdict | before | from |",
+        "|---|---|---|---|---|---|---:|---|---|---|",
+    ]
+    for row in judged:
+        deltas = " / ".join(f"{d:+.2f}" for d in row["pooled"]["deltas"])
+        cells = " | ".join(verdict_cells(row))
+        lines.append(
+            f"| {row['says']} | {row['method']} vs {row['baseline']} | {row['task']} | {deltas} | {cells} | "
+            f"{row['before']} | {row['source']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="judge examples' results.json files again (rejudge)")
+    parser.add_argument("results", nargs="+", help="results.json files written by the examples")
+    for given in parser.parse_args().results:
+        print(rejudged_markdown(given, rejudge(given)))

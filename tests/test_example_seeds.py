@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ngram_encoder import NgramEncoder
-from sentkit.compare import compare_pooled, compare_runs
+from sentkit.compare import compare_pooled, compare_runs, compare_seed_pairs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WORDS = "red blue green cat dog bird runs eats sleeps under over near house tree river fast slow big".split()
@@ -96,6 +97,7 @@ def test_summary_is_sentkit_compare_per_seed_and_pooled(seeds_module, sts_spec, 
         results["1"]["method"].read_text()
     )  # the full sentkit results, per-item values included
     assert "items" in written["tasks"][sts_spec] and written["tasks"][sts_spec]["main_score_ci"]
+    assert written["config"]["train_seed"] == 1 and written["config"]["example_row"] == "method"
 
     claim = next(c for c in data["summary"]["claims"] if c["method"] == "method")
     entry = claim["tasks"][sts_spec]
@@ -112,19 +114,33 @@ def test_summary_is_sentkit_compare_per_seed_and_pooled(seeds_module, sts_spec, 
         == pytest.approx(np.mean([entry["per_seed"][s]["delta"] for s in ("1", "2")]))
     )
     assert entry["pooled"]["ci"] == main["ci"] and entry["pooled"]["ci"][0] > 0
-    assert entry["verdict"] == seeds_module.REPRODUCED
+    # the seed-aware interval is `sentkit compare --a ... --b ...` on the same files
+    over = compare_seed_pairs([(s, results[s]["base"], results[s]["method"]) for s in ("1", "2")])
+    record = over["tasks"][sts_spec]["scores"]["main_score"]
+    assert entry["seed_aware"]["ci"] == record["ci"] and entry["seed_aware"]["p_value"] == record["p_value"]
+    # two seeds whose differences (256 and 512 buckets against 32) are far apart: one degree of freedom
+    # leaves the seed-aware interval holding 0, so the items' interval alone is only suggestive
+    assert entry["seed_aware"]["df"] == 1.0 and entry["seed_aware"]["ci"][0] < 0 < entry["pooled"]["ci"][0]
+    assert entry["verdict"] == seeds_module.SUGGESTIVE
 
     # the seedless start is the baseline of every seed: one results file on both sides of each pair
     lowers = next(c for c in data["summary"]["claims"] if c["baseline"] == "start")["tasks"][sts_spec]
     cmp = compare_runs(results["once"]["start"], results["1"]["base"])["tasks"][sts_spec]["scores"][
         "main_score"
     ]
-    assert lowers["per_seed"]["1"]["delta"] == cmp["delta"] and lowers["verdict"] == seeds_module.REPRODUCED
+    assert lowers["per_seed"]["1"]["delta"] == cmp["delta"]
+    # the baseline is the same 32-bucket encoder at both seeds: no spread, yet two seeds leave one degree
+    # of freedom, so only the items' interval excludes 0
+    assert lowers["seed_aware"]["seed_sd"] == 0.0 and lowers["seed_aware"]["df"] == 1.0
+    assert lowers["pooled"]["ci"][1] < 0 < lowers["seed_aware"]["ci"][1]
+    assert lowers["verdict"] == seeds_module.SUGGESTIVE
 
     table = (out / "table.md").read_text()
     assert "| method vs baseline |" in table and "Table 1: 2.0 vs 1.0" in table
-    assert f"**{seeds_module.REPRODUCED}**" in table and "- a note" in table
-    assert "What would change the result" not in table  # every claim reproduced
+    assert (
+        f"**{seeds_module.SUGGESTIVE}** (only the item-level CI excludes 0" in table and "- a note" in table
+    )
+    assert "What would change the result" in table  # not every claim reproduced
     assert f"| method | {sts_spec} | 2 |" in table and "once: " in table
 
 
@@ -151,15 +167,50 @@ def test_a_second_run_scores_nothing_and_other_settings_are_refused(seeds_module
         _open(seeds_module, out, steps=3)
 
 
-def test_verdicts(seeds_module):
-    s = seeds_module
-    assert s.verdict(1, [0.5, 2.0], [1.0, 1.5]) == s.REPRODUCED
-    assert s.verdict(-1, [-2.0, -0.5], [-1.0, -1.5]) == s.REPRODUCED
-    assert s.verdict(1, [-2.0, -0.5], [-1.0, -1.5]) == s.OPPOSITE
-    assert s.verdict(1, [-0.1, 2.0], [1.0, 1.5]) == s.INCONCLUSIVE_CI
-    assert s.verdict(1, [0.0, 0.0], [0.0]) == s.INCONCLUSIVE_CI  # identical runs
-    assert s.verdict(1, [0.2, 2.0], [2.0, -0.5]) == s.INCONCLUSIVE_SEEDS
-    assert s.verdict(1, None, [1.0]) == s.INCONCLUSIVE_CI
+def test_verdict_rows(seeds_module):
+    """A claim's row: the items' and the seed-aware numbers of its record, and the verdict with the paper's
+    direction and (where the paper prints it) effect; the labels are sentkit's."""
+    from sentkit.stats import seeds as stats_seeds
+
+    assert seeds_module.VERDICTS == stats_seeds.VERDICTS
+    record = stats_seeds.record_from_summary(80.0, 81.0, [0.9, 1.1, 1.0], [0.5, 1.5])
+    claim = {"direction": 1, "effect": {"stsb": 2.0}}
+    row = seeds_module.claim_row(claim, "stsb", record)
+    assert row["pooled"]["ci"] == [0.5, 1.5] and row["pooled"]["deltas"] == [0.9, 1.1, 1.0]
+    assert row["verdict"] == seeds_module.REPRODUCED and row["seed_aware"]["ci"][0] > 0
+    assert (
+        seeds_module.claim_row({**claim, "direction": -1}, "stsb", record)["verdict"] == seeds_module.OPPOSITE
+    )
+    wide = stats_seeds.record_from_summary(80.0, 81.0, [3.0, -1.0, 1.0], [-0.2, 2.2])
+    assert seeds_module.claim_row(claim, "stsb", wide)["verdict"] == seeds_module.UNDERPOWERED
+    assert seeds_module.claim_row({**claim, "effect": {"*": 9.0}}, "stsb", wide)["verdict"] == (
+        seeds_module.INCONCLUSIVE
+    )
+    cells = seeds_module.verdict_cells(row)
+    assert cells[0] == "+1.00 [+0.50, +1.50]" and cells[3].startswith("**reproduced** (seed-aware CI")
+
+
+def test_rejudge_from_items_or_from_the_summary(seeds_module, sts_spec, tmp_path):
+    """A results file judged again: from the per-item values while the evaluations are there, from its
+    summary's numbers once they are gone; the two agree closely."""
+    out = tmp_path / "out"
+    runs = _open(seeds_module, out)
+    _score_all(runs, sts_spec, [1, 2, 3])
+    data = runs.finish()
+    exact = seeds_module.rejudge(out / "results.json")
+    main = next(r for r in exact if r["method"] == "method")
+    assert main["source"] == "items" and main["before"] == main["verdict"]
+    stored = next(c for c in data["summary"]["claims"] if c["method"] == "method")["tasks"][sts_spec]
+    assert main["seed_aware"] == stored["seed_aware"]
+    shutil.rmtree(out / "evals")
+    approx = next(r for r in seeds_module.rejudge(out / "results.json") if r["method"] == "method")
+    assert approx["source"] == "summary" and approx["verdict"] == main["verdict"]
+    width = main["seed_aware"]["ci"][1] - main["seed_aware"]["ci"][0]
+    assert approx["seed_aware"]["ci"] == pytest.approx(main["seed_aware"]["ci"], abs=0.05 * width)
+    effect = seeds_module.Claim("method", "base", "", effect={"*": 1e6})
+    rows = seeds_module.rejudge(out / "results.json", claims=[effect])  # the effect a claim gives now
+    assert [r["effect"] for r in rows] == [1e6, None] and main["effect"] is None
+    assert "| method vs base |" in seeds_module.rejudged_markdown("x.json", [approx])
 
 
 def test_seed_lists(seeds_module):

@@ -130,8 +130,22 @@ def _parser() -> argparse.ArgumentParser:
     cmp = sub.add_parser(
         "compare", help="B - A per task: paired bootstrap CI and p-value over the same items"
     )
-    cmp.add_argument("a", help="results JSON of run A (the baseline)")
-    cmp.add_argument("b", help="results JSON of run B")
+    cmp.add_argument("a", nargs="?", help="results JSON of run A (the baseline)")
+    cmp.add_argument("b", nargs="?", help="results JSON of run B")
+    cmp.add_argument(
+        "--a",
+        dest="a_runs",
+        nargs="+",
+        metavar="RESULTS",
+        help="several runs of A (results JSON files or folders of them), one per training seed",
+    )
+    cmp.add_argument(
+        "--b",
+        dest="b_runs",
+        nargs="+",
+        metavar="RESULTS",
+        help="the runs of B, paired with A's by training seed; B - A with a seed-aware CI and p",
+    )
     cmp.add_argument("--tasks", default=None, help="comma list of tasks to compare (default: all shared)")
     cmp.add_argument("--resamples", type=positive_int, default=1000, help="bootstrap resamples")
     cmp.add_argument("--seed", type=seed_int, default=0, help="seed of the resampling")
@@ -389,15 +403,35 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from sentkit.atomic import check_writable_file
     from sentkit.compare import compare_runs, comparison_text, write_comparison
+    from sentkit.errors import InvalidArgument
 
     if args.out:
         check_writable_file(args.out)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    result = compare_runs(args.a, args.b, tasks, resamples=args.resamples, seed=args.seed)
-    print(comparison_text(result), end="")
+    if args.a_runs or args.b_runs:
+        result = _compare_seeds(args, tasks)
+    else:
+        if not (args.a and args.b):
+            raise InvalidArgument("compare needs two results files (A.json B.json) or --a ... --b ...")
+        result = compare_runs(args.a, args.b, tasks, resamples=args.resamples, seed=args.seed)
+        print(comparison_text(result), end="")
     if args.out:
         print(f"comparison written to {write_comparison(result, args.out)}")
     return 0
+
+
+def _compare_seeds(args: argparse.Namespace, tasks: list[str] | None) -> dict:
+    """`--a ... --b ...`: runs paired by training seed (sentkit.compare.compare_seeds), printed."""
+    from sentkit.compare import compare_seeds, seeds_comparison_text
+    from sentkit.errors import InvalidArgument
+
+    if args.a or args.b:
+        raise InvalidArgument("give the runs either as A.json B.json or with --a ... --b ..., not both")
+    if not (args.a_runs and args.b_runs):
+        raise InvalidArgument(f"{'--b' if args.a_runs else '--a'}: expected the results files of that side")
+    result = compare_seeds(args.a_runs, args.b_runs, tasks, resamples=args.resamples, seed=args.seed)
+    print(seeds_comparison_text(result), end="")
+    return result
 
 
 def _cmd_tasks() -> int:

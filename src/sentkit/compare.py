@@ -1,17 +1,21 @@
 """`sentkit compare A.json B.json`: per task both runs scored, B - A with a paired bootstrap interval and
 p-value over the same test items (sentkit.stats.bootstrap), from the per-item values `sentkit eval` keeps.
 
+`sentkit compare --a A1.json A2.json ... --b B1.json B2.json ...`: runs of each side paired by training
+seed, B - A over the seeds with an interval that counts the seeds as noise too (`compare_seeds`).
+
 Two runs are compared only on identical items: a task whose data hash differs, or a per-item sidecar that
 is missing or no longer the file the results were written with, stops the comparison with one line.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from sentkit.atomic import atomic_write_json
-from sentkit.errors import DataFormatError, InvalidArgument
+from sentkit.errors import DataFormatError, InvalidArgument, MissingDataError
 from sentkit.stats import bootstrap
 from sentkit.stats.items import TaskItems, read_sidecar
 
@@ -153,6 +157,221 @@ def compare_pooled(
         "tasks": compared,
         "not_compared": missing,
     }
+
+
+def results_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The files as given; a folder stands for the results files directly in it (`*.json`, by name)."""
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                raise MissingDataError(path / "*.json", "no results JSON in this folder")
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def training_seed(run: dict) -> int | None:
+    """The training seed of the evaluated model: `config.train_seed` in the results file (the examples
+    record it), else the seed in the results.json of the sentkit training run whose model was evaluated
+    (`config.model_absolute` is the run folder or its best/); None when neither says."""
+    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    if isinstance(config.get("train_seed"), int) and not isinstance(config["train_seed"], bool):
+        return config["train_seed"]
+    model = config.get("model_absolute")
+    for folder in (Path(model), Path(model).parent) if isinstance(model, str) else ():
+        record = folder / "results.json"
+        if record.is_file():
+            try:
+                data = json.loads(record.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if isinstance(data, dict) and "objective" in data and isinstance(data.get("seed"), int):
+                return data["seed"]
+    return None
+
+
+def _pair_by_seed(
+    a_files: Sequence[Path], b_files: Sequence[Path], a_runs: list[dict], b_runs: list[dict]
+) -> list[tuple[int | None, int, int]]:
+    """(seed, index in A, index in B) per pair. One file on a side is paired with every file of the other
+    (an untrained start model); otherwise each side holds each seed once and both sides the same seeds."""
+    seeds_a, seeds_b = [training_seed(r) for r in a_runs], [training_seed(r) for r in b_runs]
+    if len(a_files) == 1 and len(b_files) == 1:
+        return [(seeds_b[0] if seeds_b[0] is not None else seeds_a[0], 0, 0)]
+    by_side = {}
+    for flag, files, seeds in (("--a", a_files, seeds_a), ("--b", b_files, seeds_b)):
+        if len(files) == 1:
+            continue
+        for path, seed in zip(files, seeds):
+            if seed is None:
+                raise InvalidArgument(
+                    f"{path}: records no training seed (config.train_seed, or the results.json of the "
+                    f"training run it evaluated), so {flag}'s runs cannot be paired by seed"
+                )
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})
+        if twice:
+            where = ", ".join(str(p) for p, s in zip(files, seeds) if s == twice[0])
+            raise InvalidArgument(f"{flag}: training seed {twice[0]} appears more than once ({where})")
+        by_side[flag] = {s: i for i, s in enumerate(seeds)}
+    if len(by_side) == 1:
+        flag, index = next(iter(by_side.items()))
+        return [(s, 0, i) if flag == "--b" else (s, i, 0) for s, i in sorted(index.items())]
+    only_a = sorted(set(by_side["--a"]) - set(by_side["--b"]))
+    only_b = sorted(set(by_side["--b"]) - set(by_side["--a"]))
+    if only_a or only_b:
+        raise InvalidArgument(
+            f"the training seeds do not pair: only in --a {only_a or '-'}, only in --b {only_b or '-'}"
+        )
+    return [(s, i, by_side["--b"][s]) for s, i in sorted(by_side["--a"].items())]
+
+
+def compare_seeds(
+    a_paths: Sequence[str | Path],
+    b_paths: Sequence[str | Path],
+    tasks: Sequence[str] | None = None,
+    resamples: int = bootstrap.RESAMPLES,
+    seed: int = bootstrap.SEED,
+    level: float = bootstrap.LEVEL,
+) -> dict:
+    """B - A over training seeds: runs of A and of B (files, or folders of results files) paired by their
+    training seed, then `compare_seed_pairs`. Seeds that do not pair stop it with one line."""
+    from sentkit.report import load_results
+
+    if not a_paths or not b_paths:
+        raise InvalidArgument("compare needs results files of A (--a) and of B (--b)")
+    a_files, b_files = results_files(a_paths), results_files(b_paths)
+    a_runs, b_runs = load_results(a_files), load_results(b_files)
+    pairs = [(s, a_files[i], b_files[j]) for s, i, j in _pair_by_seed(a_files, b_files, a_runs, b_runs)]
+    return compare_seed_pairs(pairs, tasks, resamples, seed, level)
+
+
+def compare_seed_pairs(
+    pairs: Sequence[tuple[int | str | None, str | Path, str | Path]],
+    tasks: Sequence[str] | None = None,
+    resamples: int = bootstrap.RESAMPLES,
+    seed: int = bootstrap.SEED,
+    level: float = bootstrap.LEVEL,
+) -> dict:
+    """(seed, A results, B results) per training seed, all on the same items: per task the mean over
+    seeds of B - A with the per-seed differences, the item-level interval and the seed-aware interval,
+    p-value and smallest detectable difference (`sentkit.stats.seeds.seed_record`). Items that differ stop
+    it (ItemsDiffer), as in `compare_runs`."""
+    from sentkit.report import load_results
+    from sentkit.stats.seeds import seed_aware_difference
+
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
+    if not pairs:
+        raise InvalidArgument("a comparison over seeds needs at least one (A, B) pair of results files")
+    paths = [path for _, a, b in pairs for path in (a, b)]
+    runs = load_results(paths)
+    shared = [t for t in runs[0]["tasks"] if all(t in run["tasks"] for run in runs)]
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in shared]
+        if unknown:
+            raise InvalidArgument(f"task(s) {', '.join(unknown)} not scored in every file of --a and --b")
+        shared = [t for t in shared if t in tasks]
+    if not shared:
+        raise InvalidArgument("the results files of --a and --b share no scored task")
+    per_pair, missing = [], {}
+    for i in range(len(pairs)):
+        items, gaps = _paired_items(runs[2 * i], runs[2 * i + 1], paths[2 * i], paths[2 * i + 1], shared)
+        per_pair.append(items)
+        missing.update({task: why for task, why in gaps.items() if task not in missing})
+    compared = {}
+    for task in [t for t in shared if t not in missing]:
+        items = [pair[task] for pair in per_pair]
+        for i, (ta, _) in enumerate(items[1:], start=1):  # each B was checked against its A
+            if ta.data_sha256() != items[0][0].data_sha256():
+                raise ItemsDiffer(
+                    paths[2 * i],
+                    None,
+                    f"task {task} was not scored on the same items as in {paths[0]} "
+                    f"({_difference(items[0][0], ta)}); no comparison over seeds exists",
+                )
+        compared[task] = {
+            "unit": items[0][0].unit,
+            "scores": seed_aware_difference(items, resamples, seed, level),
+        }
+    return {
+        "pairs": [
+            {
+                "seed": s,
+                "a": {"path": str(a), "model": runs[2 * i]["model"]},
+                "b": {"path": str(b), "model": runs[2 * i + 1]["model"]},
+            }
+            for i, (s, a, b) in enumerate(pairs)
+        ],
+        "bootstrap": {
+            "method": "paired percentile over the items (item); seed-aware t interval (seeds and items)",
+            "level": level,
+            "resamples": resamples,
+            "seed": seed,
+            "seed_aware": "mean over seeds of B - A +- t * se, se^2 = var(per-seed B - A) / seeds + "
+            "var over item draws of the mean B - A; Welch-Satterthwaite df (1 with two seeds); "
+            "p from the same t",
+            "detectable": "the difference this test finds with 80% power: "
+            "half-width * (t_0.975 + t_0.8) / t_0.975",
+        },
+        "tasks": compared,
+        "not_compared": missing,
+    }
+
+
+def seeds_comparison_text(result: dict) -> str:
+    """One line per task: A and B (means over seeds), B - A per seed, the item-level and seed-aware 95%
+    intervals of the mean B - A, the seed-aware p and the smallest detectable difference."""
+    from sentkit.stats.seeds import format_p
+
+    b = result["bootstrap"]
+    pct = f"{100 * b['level']:g}%"
+    pairs = result["pairs"]
+    lines = [
+        f"seed {p['seed'] if p['seed'] is not None else '-'}: A {p['a']['path']}  B {p['b']['path']}"
+        for p in pairs
+    ]
+    lines += [
+        f"A: {pairs[0]['a']['model']}  B: {pairs[0]['b']['model']}  ({len(pairs)} seed(s))",
+        f"item CI: paired bootstrap over the items ({b['resamples']} resamples, seed {b['seed']}), the seeds "
+        f"as fixed; seed CI and p: seeds and items (t interval); detectable: 80% power",
+        "",
+    ]
+    rows = [("task", "A", "B", "B - A", "per seed", f"item {pct} CI", f"seed {pct} CI", "p", "detectable")]
+    for task, entry in result["tasks"].items():
+        main = entry["scores"]["main_score"]
+        rows.append(
+            (
+                task,
+                f"{main['a']:.2f}",
+                f"{main['b']:.2f}",
+                f"{main['delta']:+.2f}",
+                " ".join(f"{d:+.2f}" for d in main["deltas"]),
+                _signed_ci(main["item"]["ci"]),
+                _signed_ci(main["ci"]),
+                "-" if main["p_value"] is None else format_p(main["p_value"]),
+                f"{main['detectable']:.2f}",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        lines.append(
+            "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        )
+    if len(pairs) < 2:
+        lines.append(
+            "one seed: no seed-aware interval; the item CI leaves out how much a new training run moves"
+        )
+    for task, why in result["not_compared"].items():
+        lines.append(f"{task}: not compared, {why}")
+    return "\n".join(lines) + "\n"
+
+
+def _signed_ci(ci: Sequence[float] | None) -> str:
+    return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "-"
 
 
 def _paired_items(

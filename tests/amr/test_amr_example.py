@@ -105,7 +105,7 @@ def test_beside_the_paper_puts_each_cell_by_its_row(examples):
 def test_amr_example_seeds_paired_rows_and_resume(tmp_path, data_root, monkeypatch, examples):
     penman = pytest.importorskip("penman")
     _, amr_retrofit = examples
-    from seeds import INCONCLUSIVE_CI
+    from seeds import INCONCLUSIVE
 
     from conftest import make_tiny_encoder
     from sentkit.amr import parse as parse_module
@@ -180,7 +180,7 @@ def test_amr_example_seeds_paired_rows_and_resume(tmp_path, data_root, monkeypat
     assert main["tasks"]["sts17"]["paper"].endswith("Table 2, EN-EN: mUSE 86.39 -> mUSE++ #5 88.74 (+2.35)")
     assert "Table 9, EN: mUSE 58.01 (no mUSE++ row)" in main["tasks"]["qam"]["paper"]
     control = claims[("text/control", "text/s")]["tasks"]["sts17"]
-    assert abs(control["pooled"]["delta"]) < 1e-3 and control["verdict"] == INCONCLUSIVE_CI
+    assert abs(control["pooled"]["delta"]) < 1e-3 and control["verdict"] == INCONCLUSIVE
     assert all(abs(d["delta"]) < 1e-3 for d in control["per_seed"].values())
 
     assert [c["row"] for c in written["extra"]["paper"]["cells"]][:2] == ["mUSE", "mUSE++ #5"]
