@@ -205,6 +205,35 @@ def test_cli_export_then_encode_int8(tiny_dir, tmp_path, monkeypatch, capsys):
     assert cosines(np.load(vecs), encoder.encode(SENTENCES[:4])).min() >= 0.99
 
 
+def test_cli_export_is_silent_about_the_unused_pooler(tiny_dir, tmp_path, monkeypatch, capfd):
+    import sentkit.encoders.transformer as transformer
+
+    _, path = tiny_dir
+    # built with a pooler (as a model type sentkit does not strip it from): the checkpoint has none
+    monkeypatch.setattr(transformer, "_is_bert_like", lambda *a, **k: False)
+    capfd.readouterr()
+    assert main(["export", "--model", str(path), "--out", str(tmp_path / "out")]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and out.count("\n") == 1 and "fp32 ONNX" in out
+
+
+def test_cli_export_reports_other_missing_weights_in_one_line(tiny_dir, tmp_path, capfd):
+    from safetensors.torch import load_file, save_file
+
+    _, path = tiny_dir
+    weights = load_file(path / "model.safetensors")
+    dropped = sorted(k for k in weights if k.startswith("encoder.layer.1.output.dense."))
+    assert dropped == ["encoder.layer.1.output.dense.bias", "encoder.layer.1.output.dense.weight"]
+    save_file({k: v for k, v in weights.items() if k not in dropped}, path / "model.safetensors")
+    capfd.readouterr()
+    assert main(["export", "--model", str(path), "--out", str(tmp_path / "out")]) == 0
+    err = capfd.readouterr().err
+    assert err == (
+        f"sentkit: warning: {path}: 2 weight(s) the model needs are not in its checkpoint and were "
+        f"initialised at random ({', '.join(dropped)}); its vectors are not those of a trained model\n"
+    )
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
