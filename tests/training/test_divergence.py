@@ -134,8 +134,8 @@ def test_huge_lr_with_eval_task_stops_before_keeping_blown_up_weights(tmp_path, 
         train(config, data=data, eval_task=SmallSTS(data_root=data_root, pairs=40))
     # step 1's update is finite but ~1e30: its checkpoint would fail again at the next step, so none is kept
     assert re.fullmatch(
-        r"training diverged at step 1: the weights grew by orders of magnitude \(largest \|weight\| "
-        r"[0-9.]+ at the start, [0-9.e+]+ now\) \(lr 1e\+30\); no checkpoint had been written, so nothing "
+        r"training diverged at step 1: the weights grew by orders of magnitude: largest \|weight\| "
+        r"[0-9.]+ at the start, [0-9.e+]+ now \(lr 1e\+30\); no checkpoint had been written, so nothing "
         r"is kept: start again with a lower --lr",
         str(err.value),
     ), str(err.value)
@@ -275,3 +275,19 @@ def test_cli_huge_lr_is_one_line_exit_2(tmp_path, capsys, data_root):
     assert err.count("\n") == 1 and err.startswith("sentkit: error: training diverged at step 2: loss term ")
     assert "no checkpoint had been written, so nothing is kept: start again with a lower --lr" in err
     assert not out.exists()
+
+
+def test_sane_state_thresholds():
+    from sentkit.training.sane_state import GROWTH, StartScales
+
+    start = StartScales(weight=2.0, loss=0.5)
+    assert GROWTH == 100.0
+    assert start.problem(199.0, 99.0) is None  # within 100x the weight, and 100x max(loss, 1)
+    assert start.problem(201.0, 1.0) == (
+        "the weights grew by orders of magnitude: largest |weight| 2 at the start, 201 now"
+    )
+    assert start.problem(float("nan"), 1.0).startswith("the weights grew")
+    assert (
+        start.problem(3.0, -101.0) == "the loss grew by orders of magnitude: 0.5 at the first step, -101 now"
+    )
+    assert StartScales(weight=2.0).problem(3.0, 1e9) is None  # no loss recorded: weights only

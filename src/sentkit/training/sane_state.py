@@ -34,11 +34,11 @@ class StartScales:
         """Why a state with this largest |weight| and loss is not sane (None when it is)."""
         if not weight <= GROWTH * max(self.weight, 1e-12):  # also NaN
             return (
-                f"the weights grew by orders of magnitude (largest |weight| {self.weight:.3g} at the start, "
-                f"{weight:.3g} now)"
+                f"the weights grew by orders of magnitude: largest |weight| {self.weight:.3g} at the start, "
+                f"{weight:.3g} now"
             )
         if loss is not None and self.loss is not None and not abs(loss) <= GROWTH * max(abs(self.loss), 1.0):
-            return f"the loss grew by orders of magnitude ({self.loss:.3g} at the first step, {loss:.3g} now)"
+            return f"the loss grew by orders of magnitude: {self.loss:.3g} at the first step, {loss:.3g} now"
         return None
 
     def write(self, folder: Path) -> None:
