@@ -127,6 +127,47 @@ def test_runs_without_items_are_listed_not_compared(files, tmp_path):
     assert f"{bitext}: not compared" in comparison_text(result)
 
 
+def test_runs_without_any_items_are_refused_naming_the_file(files, tmp_path, capsys):
+    old = json.loads(files["a"].read_text())
+    for task in old["tasks"].values():
+        del task["items"]  # as written before sentkit kept per-item values
+    old.pop("items_file", None)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    err = _refusal(capsys, path, files["b"])
+    assert err == (
+        f"sentkit: error: {path}: no per-item values for any of the 2 shared tasks (written by an older "
+        "sentkit), so nothing can be compared; evaluate the model again with `sentkit eval` to get them\n"
+    )
+    assert capsys.readouterr().out == ""  # no empty table
+    other = tmp_path / "old2.json"
+    other.write_text(path.read_text())
+    both = _refusal(capsys, path, other, "--tasks", files["sts"])
+    assert f"{path} and {other}: no per-item values for the shared task " in both
+
+
+def test_an_edited_main_score_is_refused(files, tmp_path, capsys):
+    run = json.loads(files["b"].read_text())
+    sts = run["tasks"][files["sts"]]
+    recorded = sts["main_score"]
+    sts["main_score"] = recorded + 5.0  # edited by hand; the per-item values still give the old score
+    path = files["b"].parent / "edited.json"  # beside its sidecar
+    path.write_text(json.dumps(run))
+    with pytest.raises(ValueError) as err:
+        compare_runs(files["a"], path)
+    assert str(err.value) == (
+        f"{path}: tasks.{files['sts']}.main_score is {recorded + 5.0!r} but its per-item values give "
+        f"{recorded:.6g} (edited by hand?); compare needs the scores as sentkit eval wrote them"
+    )
+    assert "main_score is" in _refusal(capsys, files["a"], path)
+    sts["main_score"] = recorded
+    sts["scores"]["main_score"] = recorded - 1.0  # its copy among the scores edited instead
+    path.write_text(json.dumps(run))
+    assert f"tasks.{files['sts']}.scores.main_score is {recorded - 1.0!r}" in _refusal(
+        capsys, files["a"], path
+    )
+
+
 def test_tasks_option_and_its_errors(files, capsys):
     result = compare_runs(files["a"], files["b"], tasks=[files["sts"]])
     assert list(result["tasks"]) == [files["sts"]]

@@ -103,6 +103,19 @@ def test_global_langs_skip_tasks_without_those_languages(tmp_path):
     assert res["tasks"]["tatoeba"]["main_score"] < 5
 
 
+def test_readme_languages_example_says_why_sts17_has_no_scores(tmp_path, capsys):
+    """evaluate(encoder, "sts17,tatoeba", langs=["de", "fr"]): sts17 has only pairs with English."""
+    res = evaluate(_OneHotEncoder(), "sts17,tatoeba", langs=["de", "fr"], out=tmp_path, show_progress=False)
+    reason = res["skipped"]["sts17"]
+    assert reason.startswith("task 'sts17' has no data for de, fr (it has: en-en, ")
+    assert f"     sts17  skipped: {reason}" in capsys.readouterr().err
+    with pytest.raises(KeyError, match=r"^'sts17' was skipped: task 'sts17' has no data for de, fr"):
+        res["tasks"]["sts17"]
+    assert res["tasks"]["tatoeba"]["languages"] == ["deu", "fra"]
+    saved = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert saved["skipped"] == {"sts17": reason} and list(saved["tasks"]) == ["tatoeba"]
+
+
 class _CountingEncoder(_OneHotEncoder):
     def __init__(self):
         self.calls: list[list[str]] = []
@@ -223,6 +236,11 @@ def test_a_failing_task_is_recorded_and_the_others_still_run(tmp_path, scripted,
     assert res["errors"] == saved["errors"]
     assert "| _t-broken | error: RuntimeError: disk on fire second line | | |" in results_table(res)
     assert "_t-broken  FAILED: RuntimeError: disk on fire" in capsys.readouterr().err
+    with pytest.raises(KeyError, match=r"'_t-broken' failed: RuntimeError: disk on fire second line"):
+        res["tasks"]["_t-broken"]
+    with pytest.raises(KeyError) as caught:
+        res["tasks"]["_t-never-asked"]
+    assert caught.value.args == ("_t-never-asked",)  # a plain KeyError for a task that was not in the run
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
@@ -264,8 +282,9 @@ def test_ctrl_c_before_any_task_finished_writes_nothing(tmp_path, scripted):
     assert caught.value.path is None and not (tmp_path / "res").exists()
 
 
-def test_language_not_covered_is_a_skip_only_when_languages_were_asked_for(tmp_path, scripted):
+def test_language_not_covered_is_a_skip_only_when_languages_were_asked_for(tmp_path, scripted, capsys):
     from sentkit.errors import LanguageNotCovered
+    from sentkit.evaluate import TaskNotScored
 
     def lacking(encoder):
         raise LanguageNotCovered("task has no 'xx' data")
@@ -273,6 +292,13 @@ def test_language_not_covered_is_a_skip_only_when_languages_were_asked_for(tmp_p
     scripted(lacking=lacking, first=_ok)
     res = evaluate(_OneHotEncoder(), ["_t-lacking", "_t-first"], langs=["xx"], show_progress=False)
     assert res["skipped"] == {"_t-lacking": "task has no 'xx' data"} and not res["errors"]
+    # said on stderr even without a progress bar, and by the KeyError of a lookup of the skipped task
+    assert capsys.readouterr().err == f"{'_t-lacking':>22s}  skipped: task has no 'xx' data\n"
+    with pytest.raises(TaskNotScored) as caught:
+        res["tasks"]["_t-lacking"]
+    assert str(caught.value) == "'_t-lacking' was skipped: task has no 'xx' data (see results['skipped'])"
+    assert isinstance(caught.value, KeyError) and "_t-lacking" not in res["tasks"]
+    assert res["tasks"].get("_t-lacking") is None and list(res["tasks"]) == ["_t-first"]
     res = evaluate(_OneHotEncoder(), ["_t-lacking", "_t-first"], show_progress=False)
     assert res["errors"]["_t-lacking"]["type"] == "LanguageNotCovered" and not res["skipped"]
     assert list(res["tasks"]) == ["_t-first"]

@@ -572,7 +572,10 @@ def _data_warnings_as_lines():
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, DataWarning):
-            print(f"sentkit: warning: {_one_line(message)}", file=sys.stderr)
+            from tqdm.auto import tqdm
+
+            # on a line of its own, not appended to a progress bar drawn on stderr
+            tqdm.write(f"sentkit: warning: {_one_line(message)}", file=sys.stderr)
         else:
             python_show(message, category, filename, lineno, file, line)
 

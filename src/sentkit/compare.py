@@ -5,7 +5,9 @@ p-value over the same test items (sentkit.stats.bootstrap), from the per-item va
 seed, B - A over the seeds with an interval that counts the seeds as noise too (`compare_seeds`).
 
 Two runs are compared only on identical items: a task whose data hash differs, or a per-item sidecar that
-is missing or no longer the file the results were written with, stops the comparison with one line.
+is missing or no longer the file the results were written with, stops the comparison with one line. So do
+recorded scores their per-item values no longer give (an edited results file), and runs with no task both
+hold per-item values of (nothing to compare).
 """
 
 from __future__ import annotations
@@ -39,11 +41,36 @@ def _run_items(run: dict, tasks: Sequence[str]) -> dict[str, TaskItems]:
         if not isinstance(ref, dict) or "path" not in ref or "sha256" not in ref:
             raise DataFormatError(path, None, "names per-item values in a sidecar but no items_file entry")
         sidecar = read_sidecar(path.parent / ref["path"], ref["sha256"], path)
-    return {
+    items = {
         task: TaskItems.from_record(run["tasks"][task]["items"], sidecar, f"{path}: tasks.{task}.items")
         for task in tasks
         if "items" in run["tasks"][task]
     }
+    for task, task_items in items.items():
+        _check_recorded_scores(path, task, run["tasks"][task], task_items)
+    return items
+
+
+def _check_recorded_scores(path: Path, task: str, record: dict, items: TaskItems) -> None:
+    """The scores a results file records must be the ones its per-item values give (as `evaluate` checked
+    when it wrote them): an edited main_score is refused, not silently replaced by the recomputed one."""
+    points = bootstrap.point_scores(items)
+    recorded = [("main_score", "main_score", record.get("main_score"))]
+    recorded += [(f"scores.{key}", key, value) for key, value in (record.get("scores") or {}).items()]
+    for where, key, value in recorded:
+        if key not in points:
+            continue
+        try:
+            close = abs(float(value) - points[key]) <= 1e-6 * max(1.0, abs(points[key]))
+        except (TypeError, ValueError):
+            close = False
+        if not close:
+            raise DataFormatError(
+                path,
+                None,
+                f"tasks.{task}.{where} is {value!r} but its per-item values give {points[key]:.6g} "
+                "(edited by hand?); compare needs the scores as sentkit eval wrote them",
+            )
 
 
 def compare_runs(
@@ -380,6 +407,7 @@ def _paired_items(
     """Task -> (A's items, B's items) for each shared task both hold per-item values of, checked to be the
     same items (else ItemsDiffer); and task -> why it is not compared, for the others."""
     items_a, items_b = _run_items(a, shared), _run_items(b, shared)
+    _require_some_items(shared, {a_path: items_a, b_path: items_b})
     compared, missing = {}, {}
     for task in shared:
         if task not in items_a or task not in items_b:
@@ -398,6 +426,22 @@ def _paired_items(
             )
         compared[task] = (ta, tb)
     return compared, missing
+
+
+def _require_some_items(shared: Sequence[str], items: dict[str | Path, dict[str, TaskItems]]) -> None:
+    """At least one shared task with per-item values in every file, else one line naming the files that
+    lack them (an empty table would look like a comparison that found nothing)."""
+    if any(all(task in run for run in items.values()) for task in shared):
+        return
+    lacking = [str(path) for path, run in items.items() if not any(task in run for task in shared)]
+    what = "the shared task" if len(shared) == 1 else f"any of the {len(shared)} shared tasks"
+    raise DataFormatError(
+        " and ".join(lacking or map(str, items)),
+        None,
+        (f"no per-item values for {what}" if lacking else "no shared task has per-item values in both")
+        + " (written by an older sentkit), so nothing can be compared; evaluate the model again with "
+        "`sentkit eval` to get them",
+    )
 
 
 def _difference(a: TaskItems, b: TaskItems) -> str:

@@ -7,6 +7,7 @@ import re
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +18,7 @@ from tqdm.auto import tqdm
 from sentkit.atomic import atomic_write_json, atomic_write_text, check_writable_dir, find_non_finite, to_json
 from sentkit.datasets.root import data_root as default_data_root
 from sentkit.encoders.protocol import Encoder, checked_encode
-from sentkit.errors import InvalidArgument, LanguageNotCovered
+from sentkit.errors import DataWarning, InvalidArgument, LanguageNotCovered
 from sentkit.markdown import markdown_text
 from sentkit.provenance import machine_info, package_versions, seed_everything
 from sentkit.stats import bootstrap
@@ -75,6 +76,32 @@ class EvaluationInterrupted(KeyboardInterrupt):
         super().__init__(path, finished)
         self.path = path
         self.finished = finished
+
+
+class TaskNotScored(KeyError):
+    """`results["tasks"][name]` for a task that was skipped or failed: the KeyError says which and why."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class TaskRecords(dict):
+    """`results["tasks"]`: task -> its record, scored tasks only. Looking up a task the run skipped or that
+    failed raises TaskNotScored with the reason `results["skipped"]` or `results["errors"]` holds."""
+
+    def __init__(self, skipped: dict, errors: dict) -> None:
+        super().__init__()
+        self.skipped, self.errors = skipped, errors
+
+    def __missing__(self, name):
+        if name in self.skipped:
+            raise TaskNotScored(f"{name!r} was skipped: {self.skipped[name]} (see results['skipped'])")
+        if name in self.errors:
+            error = self.errors[name]
+            raise TaskNotScored(
+                f"{name!r} failed: {error['type']}: {error['message']} (see results['errors'])"
+            )
+        raise KeyError(name)
 
 
 class NonFiniteScore(ValueError):
@@ -135,12 +162,14 @@ def evaluate(
     ready.update(read_user_tasks([n for n in names if n not in ready], langs, batch_size))
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
+    skipped: dict[str, str] = {}
+    errors: dict[str, dict] = {}
     results: dict = {
         "model": encoder.name,
         "complete": False,
-        "tasks": {},
-        "skipped": {},
-        "errors": {},
+        "tasks": TaskRecords(skipped, errors),
+        "skipped": skipped,
+        "errors": errors,
         "config": {
             "tasks": names,
             "langs": list(langs) if langs else None,
@@ -254,10 +283,9 @@ def _run_task(
         if not langs:
             _record_error(results, name, err)
             return
-        # a global --langs filter names languages this task lacks: recorded, not hidden
+        # a global --langs filter names languages this task lacks: recorded and said, not hidden
         results["skipped"][name] = str(err)
-        if show_progress:
-            tqdm.write(f"{name:>22s}  skipped: {err}")
+        tqdm.write(f"{name:>22s}  skipped: {err}", file=sys.stderr)
         return
     except Exception as err:  # recorded in the results; the other tasks still run
         _record_error(results, name, err)
@@ -265,6 +293,8 @@ def _run_task(
     results["tasks"][name] = record
     if item_arrays is not None:
         item_arrays.update(pending)
+    for message in record.get("warnings", []):  # on stderr (`sentkit` prints one line each)
+        warnings.warn(f"task {name}: {message}", DataWarning, stacklevel=2)
     if show_progress:
         cut = record["scores"].get("truncated_sentences")
         note = f", {int(cut)} truncated" if cut else ""
@@ -293,7 +323,8 @@ def _task_record(task: Task, scores: dict, wall: float, timed: _CachingEncoder) 
 def _with_intervals(
     record: dict, task: Task, scores: dict, resamples: int, store: Callable[[np.ndarray], str] | None
 ) -> dict:
-    """`record` plus `main_score_ci` beside main_score, `ci` per score key and the per-item values.
+    """`record` plus `main_score_ci` beside main_score, `ci` per score key and the per-item values, and
+    `warnings` when the intervals do not measure the uncertainty (too few items: `bootstrap.interval_warnings`).
 
     The items must reproduce the task's own scores; a task whose items drifted from its metric fails here.
     """
@@ -313,6 +344,9 @@ def _with_intervals(
             out["main_score_ci"] = intervals["main_score"]
         if key == "scores":
             out["ci"] = {k: intervals[k] for k in scores if k in intervals}
+    notes = bootstrap.interval_warnings(task.items, intervals)
+    if notes:
+        out["warnings"] = notes
     out["items"] = items
     out["bootstrap_s"] = round(time.perf_counter() - start, 3)
     to_json(out)  # inline values the file could not hold fail here, as this task's error
@@ -413,6 +447,8 @@ def results_table(results: dict) -> str:
                 for k, v in extra.items()
             )
             lines.append(f"- **{markdown_text(name)}**: {cells}")
+    for name, r in results["tasks"].items():
+        lines += [f"- **{markdown_text(name)}**: warning: {markdown_text(w)}" for w in r.get("warnings", [])]
     return "\n".join(lines) + "\n"
 
 

@@ -269,6 +269,13 @@ def test_eval_reads_user_files_once_and_records_absolute_paths(tmp_path, monkeyp
     argv = ["eval", "--model", "_ngram", "--tasks", "sts:pairs.tsv", "--out", "res", "--data-root", "data"]
     assert main(argv) == 0
     assert len(reads) == 1
+    # 3 pairs: the interval is printed with a one-line warning that it means nothing at that size
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("sentkit: warning:")]
+    assert warned == [
+        "sentkit: warning: task sts:pairs.tsv: only 3 items: too few for a bootstrap interval (at least 30 "
+        f"needed), so its 95% CI {warned[0].split('CI ')[1].split(' does')[0]} does not "
+        "measure the uncertainty"
+    ]
     saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
     config = saved["config"]
     assert (config["data_root"], config["data_root_absolute"]) == ("data", str(tmp_path.resolve() / "data"))
@@ -307,10 +314,11 @@ def test_eval_bitext_with_repeated_lines_warns_in_one_line(stubs, tmp_path, monk
     (tmp_path / "en.txt").write_text("Hello\nYes\nHi\n", encoding="utf-8")
     assert main(["eval", "--model", "_stub", "--tasks", "bitext:de.txt+en.txt", "--out", "res"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
-    assert warnings == [
+    assert warnings[:1] == [
         "sentkit: warning: de.txt: 1 of 3 lines repeat an earlier line (first: line 3 repeats line 1); "
         "retrieving those lines is a tie broken by position, so the accuracy can be lower than for distinct lines"
     ]
+    assert len(warnings) == 2 and "task bitext:de.txt+en.txt: only 3 items: too few" in warnings[1]
     saved = json.loads(next((tmp_path / "res").glob("*.json")).read_text())
     assert saved["tasks"]["bitext:de.txt+en.txt"]["meta"]["repeated_lines"] == {"de.txt": 1}
 

@@ -139,6 +139,50 @@ def test_overwrite_replaces_only_a_folder_an_export_wrote(tiny_e5_like, tmp_path
     assert (out / "notes.md").read_text() == "my notes"
 
 
+def test_overwrite_needs_the_full_marker_an_export_writes(tiny_e5_like, tmp_path, capsys):
+    from sentkit.encoders.onnx_export import MARKER_KEYS
+    from sentkit.errors import OutputPathError
+
+    out = export_onnx(tiny_e5_like, tmp_path / "onnx")
+    meta = json.loads((out / META_FILE).read_text())
+    assert set(meta) - {"source_absolute"} == set(MARKER_KEYS)  # the check knows every key written
+
+    old = tmp_path / "old"  # an older sentkit's marker beside the user's files
+    old.mkdir()
+    (old / "model.onnx").write_bytes(b"onnx")
+    (old / "results.csv").write_text("mine")
+    (old / META_FILE).write_text(json.dumps({"model_file": "model.onnx"}))
+    with pytest.raises(OutputPathError) as err:
+        export_onnx(tiny_e5_like, old, overwrite=True)
+    assert str(err.value) == (
+        f"{old / META_FILE}: not the marker this sentkit writes (no inputs, output, prefix and 15 more keys); "
+        "--overwrite replaces only folders sentkit exported, so delete the folder yourself or give a new one"
+    )
+    assert sorted(p.name for p in old.iterdir()) == ["model.onnx", "results.csv", META_FILE]
+    capsys.readouterr()
+    assert main(["export", "--model", "minilm-en", "--out", str(old), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not the marker this sentkit writes (no inputs" in err
+    assert (old / "results.csv").read_text() == "mine"
+
+    edited = {  # a genuine export folder whose marker was edited
+        "dim as text": ({**meta, "dim": "32"}, "dim is str, expected int"),
+        "max_length as bool": ({**meta, "max_length": True}, "max_length is bool, expected int"),
+        "languages as text": ({**meta, "languages": "en"}, "languages is str, expected list or NoneType"),
+        "files elsewhere": ({**meta, "files": [*meta["files"], "../thesis.tex"]}, "files: expected a list"),
+        "listed file gone": ({**meta, "files": [*meta["files"], "extra.bin"]}, "are absent: extra.bin"),
+        "model not listed": ({**meta, "model_file": "m.onnx"}, "files does not list m.onnx"),
+    }
+    before = sorted(p.name for p in out.iterdir())
+    for what, (marker, why) in edited.items():
+        (out / META_FILE).write_text(json.dumps(marker))
+        with pytest.raises(OutputPathError, match=re.escape(why)):
+            export_onnx(tiny_e5_like, out, overwrite=True)
+        assert sorted(p.name for p in out.iterdir()) == before, what
+    (out / META_FILE).write_text(json.dumps(meta))
+    export_onnx(tiny_e5_like, out, overwrite=True)  # the marker as written: replaced
+
+
 def test_export_never_replaces_the_working_or_home_folder(tmp_path, monkeypatch):
     from sentkit.encoders.onnx_export import check_export_target
     from sentkit.errors import OutputPathError
@@ -203,6 +247,35 @@ def test_cli_export_then_encode_int8(tiny_dir, tmp_path, monkeypatch, capsys):
     ]
     assert main(args) == 0
     assert cosines(np.load(vecs), encoder.encode(SENTENCES[:4])).min() >= 0.99
+
+
+def test_cli_export_is_silent_about_the_unused_pooler(tiny_dir, tmp_path, monkeypatch, capfd):
+    import sentkit.encoders.transformer as transformer
+
+    _, path = tiny_dir
+    # built with a pooler (as a model type sentkit does not strip it from): the checkpoint has none
+    monkeypatch.setattr(transformer, "_is_bert_like", lambda *a, **k: False)
+    capfd.readouterr()
+    assert main(["export", "--model", str(path), "--out", str(tmp_path / "out")]) == 0
+    out, err = capfd.readouterr()
+    assert err == "" and out.count("\n") == 1 and "fp32 ONNX" in out
+
+
+def test_cli_export_reports_other_missing_weights_in_one_line(tiny_dir, tmp_path, capfd):
+    from safetensors.torch import load_file, save_file
+
+    _, path = tiny_dir
+    weights = load_file(path / "model.safetensors")
+    dropped = sorted(k for k in weights if k.startswith("encoder.layer.1.output.dense."))
+    assert dropped == ["encoder.layer.1.output.dense.bias", "encoder.layer.1.output.dense.weight"]
+    save_file({k: v for k, v in weights.items() if k not in dropped}, path / "model.safetensors")
+    capfd.readouterr()
+    assert main(["export", "--model", str(path), "--out", str(tmp_path / "out")]) == 0
+    err = capfd.readouterr().err
+    assert err == (
+        f"sentkit: warning: {path}: 2 weight(s) the model needs are not in its checkpoint and were "
+        f"initialised at random ({', '.join(dropped)}); its vectors are not those of a trained model\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -210,3 +210,63 @@ def test_items_that_do_not_reproduce_the_score_fail_the_task(tmp_path, monkeypat
         "type": "RuntimeError",
         "message": "task '_t-drifted': its per-item values give main_score = 25.0, not 50.0",
     }
+
+
+# ---- intervals over too few items ---------------------------------------------------------------------
+README_PAIRS = [  # the README's own `sts:` example: 4 pairs
+    ("A man is playing a guitar.", "Someone plays an instrument.", 4.2),
+    ("A man is playing a guitar.", "The stock market fell today.", 0.1),
+    ("A woman slices an onion.", "Someone is cutting vegetables.", 3.8),
+    ("Ein Hund läuft im Park.", "A dog runs in the park.", 5.0),
+]
+
+
+def test_a_four_pair_sts_file_warns_that_its_interval_means_nothing(tmp_path):
+    from sentkit.errors import DataWarning
+
+    spec = f"sts:{_write(tmp_path / 'pairs.tsv', README_PAIRS, ('sentence1', 'sentence2', 'score'))}"
+    with pytest.warns(DataWarning) as caught:
+        res = evaluate(NgramEncoder(dim=128), [spec], out=tmp_path / "res", show_progress=False)
+    record = res["tasks"][spec]
+    low, high = record["main_score_ci"]
+    expected = (
+        "only 4 items: too few for a bootstrap interval (at least 30 needed), so its "
+        f"95% CI [{low:.2f}, {high:.2f}] does not measure the uncertainty"
+    )
+    assert record["warnings"] == [expected]
+    assert [str(w.message) for w in caught] == [f"task {spec}: {expected}"]
+    saved = json.loads(open(res["path"]).read())
+    assert saved["tasks"][spec]["warnings"] == [expected]
+    assert f"- **{spec}**: warning: only 4 items" in results_table(res)
+
+
+def _items(n: int, hits: np.ndarray | None = None, strata: int = 1) -> TaskItems:
+    items = TaskItems(unit="sentence")
+    rng = np.random.default_rng(0)
+    for s in range(strata):
+        hit = rng.random(n) < 0.5 if hits is None else hits
+        items.add(f"l{s}", "percent", f"ids{s}", hit=hit)
+    items.aggregate("main_score", [f"l{s}" for s in range(strata)])
+    return items
+
+
+def test_interval_warnings_threshold_and_zero_width():
+    from sentkit.stats.bootstrap import MIN_ITEMS, interval_warnings
+
+    assert MIN_ITEMS == 30
+    ok = _items(30)
+    assert interval_warnings(ok, confidence_intervals(ok)) == []
+    few = _items(29)
+    assert interval_warnings(few, confidence_intervals(few))[0].startswith("only 29 items: too few")
+    mixed = TaskItems(unit="sentence")
+    mixed.add("de", "percent", "a", hit=np.ones(100, dtype=bool))
+    mixed.add("fr", "percent", "b", hit=np.zeros(5, dtype=bool))
+    mixed.aggregate("main_score", ["de", "fr"])
+    assert interval_warnings(mixed, confidence_intervals(mixed)) == [
+        "1 of its 2 item sets hold fewer than 30 items (fr: 5): their 95% CIs do not measure the uncertainty"
+    ]
+    perfect = _items(200, hits=np.ones(200, dtype=bool))  # every resample scores 100
+    assert interval_warnings(perfect, confidence_intervals(perfect)) == [
+        "every resample gave main_score 100.00, so its 95% CI [100.00, 100.00] has no width and does not "
+        "measure the uncertainty"
+    ]

@@ -206,14 +206,19 @@ def check_export_target(out: str | Path, overwrite: bool) -> Path:
             f"{out}: not a sentkit export folder (no readable {META_FILE}); --overwrite replaces only "
             "folders sentkit exported, so give a new folder"
         )
-    written = meta.get("files")
-    if isinstance(written, list):  # exports since the list was recorded: anything else was added by hand
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in {*map(str, written), *OWN_FILES})
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-            raise OutputPathError(
-                f"{out}: holds files the export did not write ({shown}); move them out before --overwrite"
-            )
+    problem = marker_problem(out, meta)
+    if problem is not None:
+        raise OutputPathError(
+            f"{out / META_FILE}: not the marker this sentkit writes ({problem}); --overwrite replaces only "
+            "folders sentkit exported, so delete the folder yourself or give a new one"
+        )
+    written = set(meta["files"])  # anything else in the folder was added by hand
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in {*written, *OWN_FILES})
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise OutputPathError(
+            f"{out}: holds files the export did not write ({shown}); move them out before --overwrite"
+        )
     require_onnx()
     return out
 
@@ -223,7 +228,55 @@ def _export_meta(folder: Path) -> dict | None:
         meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return meta if isinstance(meta, dict) and "model_file" in meta else None
+    return meta if isinstance(meta, dict) else None
+
+
+# every key `export_onnx` writes to sentkit_onnx.json and its JSON type (`source_absolute` is optional)
+MARKER_KEYS: dict[str, tuple[type, ...]] = {
+    "model_file": (str,),
+    "inputs": (list,),
+    "output": (str,),
+    "prefix": (str,),
+    "do_lower_case": (bool,),
+    "max_length": (int,),
+    "pooling": (str,),
+    "include_prompt": (bool,),
+    "dense": (list,),
+    "normalize": (bool,),
+    "dim": (int,),
+    "pad_token_id": (int,),
+    "languages": (list, type(None)),
+    "source": (str,),
+    "int8": (dict, type(None)),
+    "opset": (int,),
+    "versions": (dict,),
+    "sha256": (str,),
+    "files": (list,),
+}
+
+
+def marker_problem(folder: Path, meta: dict) -> str | None:
+    """Why `meta` is not a marker `export_onnx` wrote into `folder` (None when it is): every key with its
+    type, and the files it lists present. `--overwrite` deletes the folder only on a full marker."""
+    missing = [key for key in MARKER_KEYS if key not in meta]
+    if missing:
+        return (
+            f"no {', '.join(missing[:3])}{f' and {len(missing) - 3} more keys' if len(missing) > 3 else ''}"
+        )
+    for key, types in MARKER_KEYS.items():
+        value = meta[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return f"{key} is {type(value).__name__}, expected {' or '.join(t.__name__ for t in types)}"
+    files = meta["files"]
+    if not all(isinstance(name, str) and name and Path(name).name == name for name in files):
+        return "files: expected a list of file names"
+    for name in (meta["model_file"], META_FILE):
+        if name not in files:
+            return f"files does not list {name}"
+    absent = [name for name in files if not (folder / name).is_file()]
+    if absent:
+        return f"files it lists are absent: {', '.join(absent[:3])}"
+    return None
 
 
 def export_onnx(

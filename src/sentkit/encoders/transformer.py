@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from sentkit.encoders.protocol import (
 )
 from sentkit.encoders.st_layout import ModelFiles, NotInCache, read_layout, write_layout
 from sentkit.encoders.st_modules import POOLING_MODES, Dense, pool, prompt_token_count
-from sentkit.errors import DataFormatError, UnsupportedModel
+from sentkit.errors import DataFormatError, DataWarning, UnsupportedModel
 
 POOLINGS = ("cls", "cls_mlp", *POOLING_MODES[1:])
 LANGUAGES_FILE = "sentkit_languages.json"  # the training languages an encoder declares, saved beside it
@@ -118,9 +119,10 @@ class TransformerEncoder(nn.Module):
         files = ModelFiles(path_or_name)
         layout = read_layout(files)
         source, sub = files.source, (layout.transformer_path if layout else "")
-        with _quiet_transformers():  # the dropped pooler is expected, not worth a load report per model
+        with _quiet_transformers():  # its raw load report: what concerns the vectors is warned below
             extra = {"add_pooling_layer": False} if _is_bert_like(source, sub) else {}
-            model = AutoModel.from_pretrained(source, subfolder=sub, **extra)
+            model, info = AutoModel.from_pretrained(source, subfolder=sub, output_loading_info=True, **extra)
+        _warn_unloaded_weights(files.source, info.get("missing_keys", ()))
         tokenizer = AutoTokenizer.from_pretrained(source, subfolder=sub)
         if layout is None:
             return cls(
@@ -275,6 +277,21 @@ def _declared_languages(files: ModelFiles) -> tuple[str, ...] | None:
     if path is None:
         return None
     return tuple(json.loads(path.read_text())["languages"])
+
+
+def _warn_unloaded_weights(source: str, missing: Iterable[str]) -> None:
+    """One DataWarning naming the weights the model needs but the checkpoint lacks (transformers initialises
+    them at random). The pooler is left out: sentkit pools the token states itself and never uses it."""
+    needed = sorted(k for k in missing if k.split(".", 1)[0] != "pooler")
+    if not needed:
+        return
+    shown = ", ".join(needed[:3]) + (f" and {len(needed) - 3} more" if len(needed) > 3 else "")
+    warnings.warn(
+        f"{source}: {len(needed)} weight(s) the model needs are not in its checkpoint and were initialised "
+        f"at random ({shown}); its vectors are not those of a trained model",
+        DataWarning,
+        stacklevel=3,
+    )
 
 
 @contextlib.contextmanager

@@ -170,6 +170,45 @@ def confidence_intervals(
     return {key: ci for key, ci in intervals.items() if ci is not None}
 
 
+# Fewer items than this in a stratum and a percentile interval means little: resamples of a handful of items
+# take few distinct values (4 STS pairs are ranked the same way in most draws, giving [100, 100]), and the
+# percentile bootstrap is known to undercover at such sizes. 30 is the usual rule of thumb for it.
+MIN_ITEMS = 30
+
+
+def interval_warnings(items: TaskItems, intervals: dict[str, list[float]], level: float = LEVEL) -> list[str]:
+    """Why a task's intervals do not measure its uncertainty: strata of fewer than MIN_ITEMS items, or else a
+    main_score interval of zero width (every resample gave the same score). Empty when neither holds."""
+    strata = items.strata()
+    small = {name: n for name, n in strata.items() if n < MIN_ITEMS}
+    pct = f"{100 * level:g}%"
+    main = intervals.get("main_score")
+    shown = f" {_interval_text(main)}" if main is not None else ""
+    if len(strata) == 1 and small:
+        n = next(iter(small.values()))
+        return [
+            f"only {n} items: too few for a bootstrap interval (at least {MIN_ITEMS} needed), so its {pct} "
+            f"CI{shown} does not measure the uncertainty"
+        ]
+    if small:
+        listed = ", ".join(f"{name}: {n}" for name, n in list(small.items())[:3])
+        more = f" and {len(small) - 3} more" if len(small) > 3 else ""
+        return [
+            f"{len(small)} of its {len(strata)} item sets hold fewer than {MIN_ITEMS} items ({listed}{more}): "
+            f"their {pct} CIs do not measure the uncertainty"
+        ]
+    if main is not None and main[0] == main[1]:
+        return [
+            f"every resample gave main_score {main[0]:.2f}, so its {pct} CI{shown} has no width and does not "
+            "measure the uncertainty"
+        ]
+    return []
+
+
+def _interval_text(ci: Sequence[float]) -> str:
+    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
 def paired_difference(
     a: TaskItems, b: TaskItems, resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL
 ) -> dict[str, dict]:

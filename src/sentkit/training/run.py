@@ -40,6 +40,7 @@ from sentkit.training.run_dir import (
     remove_failed_run,
 )
 from sentkit.training.run_lock import RunLock, run_entries
+from sentkit.training.sane_state import read_start_scales
 from sentkit.training.trainer import ProgressPostfix, SentenceTrainer, read_totals
 
 
@@ -183,6 +184,7 @@ def _train_locked(config, checked, task, data, callbacks, config_file, main_proc
             metrics_rows=metrics_rows,
             planned_steps=(checkpoint_state(checkpoint) or {}).get("max_steps") if checkpoint else None,
             totals=read_totals(checkpoint),
+            start=read_start_scales(checkpoint),
         )
         trainer.add_callback(ProgressPostfix(trainer))
         trainer.add_callback(_StartRunDir(run_dir, config, checkpoint, main_process, data_info))

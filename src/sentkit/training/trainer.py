@@ -20,6 +20,7 @@ from sentkit.errors import ConfigError, TrainingDiverged
 from sentkit.training.hooks import objective_extra_optimizers, objective_param_groups
 from sentkit.training.results import TOTALS_FILE, RunTotals
 from sentkit.training.run_dir import latest_checkpoint, write_metrics
+from sentkit.training.sane_state import StartScales, largest_weight, was_checked
 
 EXTRA_OPTIMIZERS_FILE = "extra_optimizers.pt"
 
@@ -28,9 +29,11 @@ class SentenceTrainer(Trainer):
     """`Trainer` + named loss terms + sentkit-Task evaluation that keeps the best encoder on disk.
 
     `planned_steps` (from the checkpoint being resumed) guards the learning-rate schedule; `totals`
-    (also from that checkpoint) are the steps, loss and time of the run's earlier parts.
+    (also from that checkpoint) are the steps, loss and time of the run's earlier parts; `start` (also from
+    it) the run's starting scales (sane_state.py).
     A NaN or infinite loss term, gradient norm, weight or evaluation score stops the run at that step
-    (TrainingDiverged) before anything non-finite is logged, checkpointed or saved as best/.
+    (TrainingDiverged) before anything non-finite is logged, checkpointed or saved as best/; so do weights or
+    a loss grown by orders of magnitude since the start, found when a checkpoint, best/ or a score is due.
     """
 
     def __init__(
@@ -42,6 +45,7 @@ class SentenceTrainer(Trainer):
         metrics_rows=(),
         planned_steps: int | None = None,
         totals: RunTotals | None = None,
+        start: StartScales | None = None,
         **kwargs,
     ) -> None:
         # the Task stands in for the eval set: Trainer requires one when evaluation is on
@@ -52,6 +56,8 @@ class SentenceTrainer(Trainer):
         self.metrics_rows: list[dict] = list(metrics_rows)
         self.planned_steps = planned_steps
         self.totals = totals or RunTotals()
+        self.start = start  # measured at this process's first step when the checkpoint carries none
+        self._last_loss: torch.Tensor | None = None
         self._term_sums: dict[str, torch.Tensor] = {}
         self._loss_sum: torch.Tensor | None = None  # this process's per-step losses since it started
         self._term_step: int | None = None  # step of the last log; set at the first step of this process
@@ -92,11 +98,15 @@ class SentenceTrainer(Trainer):
     def training_step(self, model, inputs, num_items_in_batch=None) -> torch.Tensor:
         # the inner loop runs once per optimizer step, on its first micro-batch (global_step is the same
         # for every micro-batch of one step)
+        weight = largest_weight(self.model) if self.start is None else None  # before any update
         if self.extra_optimizers and self._inner_done_at != self.state.global_step:
             self._inner_done_at = self.state.global_step
             self._inner_steps(inputs)
         loss = super().training_step(model, inputs, num_items_in_batch)  # detached, scaled like the log
         self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
+        self._last_loss = loss
+        if weight is not None:
+            self.start = StartScales(weight, self._mean_last_loss())
         return loss
 
     def _inner_steps(self, inputs: dict[str, Any]) -> None:
@@ -163,8 +173,13 @@ class SentenceTrainer(Trainer):
     def diverged(self, step: int, what: str) -> TrainingDiverged:
         """The one-line error for a run stopped at `step`, saying what is kept and how to go on."""
         kept = latest_checkpoint(self.run_dir)
-        if kept is not None:
+        if kept is not None and was_checked(kept):
             hint = f"{kept} is kept: run the same command with a lower --lr to resume from it"
+        elif kept is not None:
+            hint = (
+                f"{kept} was written without a check of its weights and may hold the diverged state: "
+                "start again with --overwrite and a lower --lr"
+            )
         else:
             hint = "no checkpoint had been written, so nothing is kept: start again with a lower --lr"
         return TrainingDiverged(
@@ -176,13 +191,32 @@ class SentenceTrainer(Trainer):
         if bad is not None:
             raise self.diverged(step, f"weight {bad!r} holds NaN or Infinity")
 
+    def _check_sane(self, step: int, with_loss: bool = True) -> None:
+        """Finite weights, and weights and loss not grown by orders of magnitude since the run's start.
+
+        `with_loss` averages the last loss over processes, a collective: only where every process calls it.
+        """
+        self._check_weights(self.model, step)
+        if self.start is None:  # no step taken yet: nothing has moved
+            return
+        loss = self._mean_last_loss() if with_loss else None
+        problem = self.start.problem(largest_weight(self.model), loss)
+        if problem is not None:
+            raise self.diverged(step, problem)
+
+    def _mean_last_loss(self) -> float | None:
+        if self._last_loss is None:
+            return None
+        return float(self.accelerator.reduce(self._last_loss.float().reshape(1), reduction="mean").item())
+
     def save_best(self) -> None:
-        """Write the encoder to <run>/best (finite weights only)."""
-        self._check_weights(self.encoder, self.state.global_step)
+        """Write the encoder to <run>/best (sane weights only; process 0 alone calls it: no loss check)."""
+        self._check_sane(self.state.global_step, with_loss=False)
         self.encoder.save(self.run_dir / "best")
 
     def _save_checkpoint(self, model, trial) -> None:
-        self._check_weights(self.model, self.state.global_step)  # the last checkpoint stays a finite one
+        # the last checkpoint stays a sane one (every process saves: the loss check may reduce)
+        self._check_sane(self.state.global_step)
         super()._save_checkpoint(model, trial)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
@@ -249,6 +283,8 @@ class SentenceTrainer(Trainer):
             states = {name: e.optimizer.state_dict() for name, e in self.extra_optimizers.items()}
             torch.save(states, Path(output_dir) / EXTRA_OPTIMIZERS_FILE)
         atomic_write_json(Path(output_dir) / TOTALS_FILE, totals.to_dict())
+        if self.start is not None:  # also marks the checkpoint as checked sane (`diverged`)
+            self.start.write(Path(output_dir))
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         planned = list(getattr(self.lr_scheduler, "base_lrs", []))  # this config's peak lr per group
@@ -301,7 +337,7 @@ class SentenceTrainer(Trainer):
         """Score the encoder on the Task (rank 0, broadcast), record the row, save a new best atomically."""
         if self.task is None:
             return {}
-        self._check_weights(self.encoder, self.state.global_step)  # a NaN model is not scored or kept
+        self._check_sane(self.state.global_step)  # a NaN or blown-up model is not scored or kept
         start = time.perf_counter()
         scores = None
         if self.is_world_process_zero():
