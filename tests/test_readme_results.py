@@ -451,3 +451,20 @@ def test_number_pattern_skips_names_and_reads_signs_ratios_and_thresholds():
         "1.51",
         "5.12",
     ]
+
+
+def test_verdicts_json_is_what_rejudge_docs_computes(monkeypatch, tmp_path):
+    """docs/results/verdicts.json and the tables' "Against the baseline" sections are generated
+    (examples/rejudge_docs.py), never edited by hand: regenerating them from the results files changes
+    nothing."""
+    import shutil
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    import rejudge_docs
+
+    copy = tmp_path / "results"
+    shutil.copytree(RESULTS, copy, ignore=shutil.ignore_patterns("*.png"))
+    rejudge_docs.main(["--results", str(copy)])
+    assert json.loads((copy / "verdicts.json").read_text(encoding="utf-8")) == load("verdicts.json")
+    for table in sorted((RESULTS / "tables").glob("*.md")):
+        assert (copy / "tables" / table.name).read_text(encoding="utf-8") == table.read_text(encoding="utf-8")
