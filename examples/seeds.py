@@ -500,8 +500,17 @@ def table_markdown(data: dict, rows: dict[str, Row], notes: Sequence[str], chang
             lines.append(
                 f"| {rows[key].label} | {name} | {s['n']} | {s['mean']:.2f} | {sd} | {spread} | {cells} |"
             )
-    lines += [
-        "",
+    lines += ["", against_baseline_markdown(summary["claims"], rows).rstrip("\n")]
+    verdicts = [t["verdict"] for c in summary["claims"] for t in c["tasks"].values()]
+    if changes and any(v != REPRODUCED for v in verdicts):
+        lines += ["", "## What would change the result", "", changes]
+    return "\n".join(lines) + "\n"
+
+
+def against_baseline_markdown(claims: Sequence[dict], rows: dict[str, Row], note: str = "") -> str:
+    """The "Against the baseline" section of table.md: each claim's rows (a summary's `claims`, or claims
+    whose tasks hold `rejudge` rows and `per_seed`), then the verdicts' legend; `note` after the intro."""
+    lines = [
         "## Against the baseline",
         "",
         "B - A = method minus baseline, on the same test items. Per seed: the paired bootstrap over the "
@@ -510,12 +519,15 @@ def table_markdown(data: dict, rows: dict[str, Row], notes: Sequence[str], chang
         "items; it treats these seeds as fixed. Seeds + items: the 95% CI and p-value that also count how "
         "much another training seed moves B - A (`sentkit compare --a ... --b ...`), and the smallest "
         "difference this test detects with 80% power.",
+    ]
+    lines += ["", note] if note else []
+    lines += [
         "",
         "| claim (paper) | method vs baseline | task | paper's cells | per seed: B - A [95% CI] p | "
         "items: B - A [95% CI] | seeds + items: [95% CI] p | detectable | verdict |",
         "|---|---|---|---|---|---|---|---:|---|",
     ]
-    for claim in summary["claims"]:
+    for claim in claims:
         pair = f"{rows[claim['method']].label} vs {rows[claim['baseline']].label}"
         for task, t in claim["tasks"].items():
             per_seed = "; ".join(
@@ -527,10 +539,7 @@ def table_markdown(data: dict, rows: dict[str, Row], notes: Sequence[str], chang
                 + " | ".join(verdict_cells(t))
                 + " |"
             )
-    verdicts = [t["verdict"] for c in summary["claims"] for t in c["tasks"].values()]
     lines += ["", VERDICT_LEGEND]
-    if changes and any(v != REPRODUCED for v in verdicts):
-        lines += ["", "## What would change the result", "", changes]
     return "\n".join(lines) + "\n"
 
 

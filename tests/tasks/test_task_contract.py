@@ -35,6 +35,8 @@ VARIANTS = {
     "knn-mewsc16-100": "knn-mewsc16",
     "knn-marc-category-500": "knn-marc-category",
     "knn-marc-category-body-500": "knn-marc-category-body",
+    "knn-marc-category-body-holdout": "knn-marc-category-body",
+    "mewsc16-holdout": "mewsc16",
 }
 Z = 4.0  # standard errors of chance-level noise allowed
 SLACK = 1.0  # points

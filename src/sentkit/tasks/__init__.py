@@ -78,6 +78,13 @@ TASKS.add(
     "knn-marc-category-body-500",
     partial(category_knn_task, name="knn-marc-category-body-500", max_per_lang=500, **_BODY),
 )
+# Held-out test items for the pre-registered confirmations (docs/preregistration.md): the rows outside the
+# samples the methods were developed on (MewsC-16: at most 1000 a language, to bound k-means and encoding)
+TASKS.add(
+    "knn-marc-category-body-holdout",
+    partial(category_knn_task, name="knn-marc-category-body-holdout", holdout_of=500, **_BODY),
+)
+TASKS.add("mewsc16-holdout", partial(mewsc16, name="mewsc16-holdout", holdout_of=100, max_per_lang=1000))
 TASKS.add("qabot", qabot_task)
 # --- end transfer+knn+retrieval ---
 

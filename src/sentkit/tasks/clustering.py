@@ -29,7 +29,7 @@ from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages
 from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
-from sentkit.tasks.task import Task, subsample
+from sentkit.tasks.task import Task, holdout, subsample
 
 SEEDS: tuple[int, ...] = (42, 43, 44)
 N_INIT = 10  # scikit-learn 0.22's KMeans default, the version EASE pins
@@ -243,6 +243,7 @@ class ClusteringTask(Task):
     loader: Loader | None = None
     seeds: tuple[int, ...] = SEEDS
     max_per_subset: int | None = None  # seeded subsample of each subset (None = all rows, the protocol)
+    holdout_of: int | None = None  # keep the rows outside the `holdout_of`-row sample (then max_per_subset)
     kmeans: str = "sklearn"
     _data: dict[str, tuple[list[str], Sequence]] = field(default_factory=dict, repr=False)
 
@@ -254,7 +255,10 @@ class ClusteringTask(Task):
         for subset in self.subsets:
             if subset not in self._data:
                 texts, labels = self.loader(subset, self.data_root)
-                keep = subsample(len(texts), self.max_per_subset)
+                if self.holdout_of is None:
+                    keep = subsample(len(texts), self.max_per_subset)
+                else:
+                    keep = holdout(len(texts), self.holdout_of, self.max_per_subset)
                 self._data[subset] = ([texts[i] for i in keep], [labels[i] for i in keep])
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
@@ -298,16 +302,19 @@ def mewsc16(
     max_per_lang: int | None = None,
     name: str = "mewsc16",
     kmeans: str = "sklearn",
+    holdout_of: int | None = None,
 ) -> ClusteringTask:
     """MewsC-16, one k-means per language (categories are language-specific); main score = mean.
 
     `max_per_lang` keeps a seeded sample of each language (the rows knn-mewsc16 keeps with the same limit);
-    `kmeans` is the ClusteringTask option ("sklearn" = the protocol).
+    `kmeans` is the ClusteringTask option ("sklearn" = the protocol); `holdout_of` keeps the sentences
+    outside the `holdout_of`-per-language sample instead (then at most `max_per_lang` of them).
     """
     chosen = select_languages(name, langs, MEWSC16_LANGUAGES)
     return ClusteringTask(
         name=name,
         max_per_subset=max_per_lang,
+        holdout_of=holdout_of,
         kmeans=kmeans,
         languages=chosen,
         data_root=Path(data_root) if data_root else None,

@@ -23,7 +23,7 @@ from sentkit.langs import select_languages
 from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
 from sentkit.tasks.knn_search import cosine_knn
-from sentkit.tasks.task import SUBSAMPLE_SEED, Task, subsample
+from sentkit.tasks.task import SUBSAMPLE_SEED, Task, holdout, subsample
 
 KNN_SOURCES: dict[str, tuple[str, ...]] = {"mewsc16": MEWSC16_LANGUAGES, "marc": MARC_LANGS}
 # Sources whose labels mean the same in every language (cross-lingual pairs are scored by default).
@@ -125,7 +125,16 @@ class KNNTask(Task):
     split: str = "test"  # MARC only
     max_per_lang: int | None = None  # seeded subsample per language (None = all rows)
     seed: int = SUBSAMPLE_SEED
+    holdout_of: int | None = (
+        None  # keep the rows outside the `holdout_of`-row sample (then max_per_lang of them)
+    )
     data: dict[str, LabelledTexts] = field(default_factory=dict, repr=False)
+
+    def kept_rows(self, n: int) -> np.ndarray:
+        """The rows kept of a language's n: the seeded sample, or the held-out rows outside one."""
+        if self.holdout_of is None:
+            return subsample(n, self.max_per_lang, self.seed)
+        return holdout(n, self.holdout_of, self.max_per_lang, self.seed)
 
     def load(self) -> None:
         files = {}
@@ -138,7 +147,7 @@ class KNNTask(Task):
                 texts, categories = load_mewsc16(lang, self.data_root)
                 full = LabelledTexts(texts, np.asarray(categories, dtype=str))
                 files[lang] = f"mewsc16/{lang}"
-            self.data[lang] = full.subset(subsample(len(full), self.max_per_lang, self.seed))
+            self.data[lang] = full.subset(self.kept_rows(len(full)))
         self.meta.update(files=files)
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:

@@ -19,7 +19,6 @@ from sentkit.datasets.labelled_sentences import load_marc_categories
 from sentkit.datasets.marc import marc_split_for
 from sentkit.errors import LanguageNotCovered
 from sentkit.tasks.knn import KNNTask
-from sentkit.tasks.task import subsample
 
 MARC_CATEGORY_LANGS = ("en", "de", "es", "fr", "zh")  # languages with a MARC test split
 
@@ -38,7 +37,7 @@ class CategoryKNNTask(KNNTask):
             rows = load_marc_categories(lang, split, self.data_root, self.text_field)
             files[lang] = f"marc/{split}.{lang}:{self.text_field}"
             full = LabelledTexts(list(rows.texts), np.asarray(rows.labels, dtype=str))
-            self.data[lang] = full.subset(subsample(len(full), self.max_per_lang, self.seed))
+            self.data[lang] = full.subset(self.kept_rows(len(full)))
         self.meta.update(files=files)
 
 

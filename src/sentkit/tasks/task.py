@@ -24,6 +24,18 @@ def subsample(n: int, limit: int | None, seed: int = SUBSAMPLE_SEED) -> np.ndarr
     return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
 
 
+def holdout(n: int, used: int, limit: int | None = None, seed: int = SUBSAMPLE_SEED) -> np.ndarray:
+    """Sorted row indices outside `subsample(n, used, seed)`, the rows a task sampled with limit `used`
+    keeps: a test set disjoint from it (docs/preregistration.md). `limit` keeps a seeded sample of them,
+    drawn from a stream of its own (seed, used)."""
+    rest = np.setdiff1d(np.arange(n), subsample(n, used, seed))
+    if len(rest) == 0:
+        raise ValueError(f"no rows are held out: the {used}-row sample takes all {n}")
+    if limit is None or limit >= len(rest):
+        return rest
+    return np.sort(np.random.default_rng([seed, used]).choice(rest, size=limit, replace=False))
+
+
 @dataclass
 class Task:
     """Subclasses load their real files lazily and return scores in percent.

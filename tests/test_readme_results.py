@@ -1,0 +1,470 @@
+"""Every number of the README's results table comes from a file in docs/results: the table is parsed, and the
+numbers of each row (all columns but the paper's and the link), in reading order, must equal the values
+listed for that row below, to the digits printed; each row's verdict must be the one in verdicts.json.
+
+Keeping it up: a row of the table is one entry of ROWS, in the same order, whose `numbers` name where each
+printed number comes from (a file in docs/results and the path inside it, or a small computation on them).
+Editing a number in the README, or a results file, without the other makes this test fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS = ROOT / "docs" / "results"
+# the first cell (the method's name) is the row's key; the paper's cells are quoted from the paper; the
+# last column is a link
+UNCHECKED = ("paper", "write-up")
+STAGE = re.compile(r"\bstage \d( \+ \d)?")  # JCSE's "stage 1", "stage 1 + 2": names, not numbers
+# a number that stands alone: not part of a name (e5-small-m, STS17, MewsC-16, 1-NN, fp32), optionally
+# "<" (a p-value below it), a sign, a thousands comma; "x" (a ratio) may follow
+NUMBER = re.compile(
+    r"(?<![\w.\-/])(<?[+\-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|<?[+\-]?\d+(?:\.\d+)?)(?=x?(?![\w\-]))"
+)
+
+
+@cache
+def load(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Value:
+    """A number from a results file: `file` and a readable `where`, computed by `get` from the file's JSON."""
+
+    file: str
+    where: str
+    get: Callable[[dict], float]
+
+    def __call__(self) -> float:
+        return float(self.get(load(self.file)))
+
+
+def at(file: str, *path) -> Value:
+    def get(data):
+        for key in path:
+            data = data[key]
+        return data
+
+    return Value(file, "/".join(map(str, path)), get)
+
+
+def calc(file: str, where: str, get: Callable[[dict], float]) -> Value:
+    return Value(file, where, get)
+
+
+def row_stat(file: str, row: str, task: str, stat: str = "mean") -> Value:
+    return at(file, "summary", "rows", row, task, stat)
+
+
+def verdict_row(file: str, method: str, baseline: str, task: str) -> dict:
+    rows = load("verdicts.json")["files"][file]
+    return next(r for r in rows if (r["method"], r["baseline"], r["task"]) == (method, baseline, task))
+
+
+def judged(file: str, method: str, baseline: str, task: str, *path) -> Value:
+    """A field of the seed-aware verdict row in verdicts.json, e.g. ("seed_aware", "ci", 0)."""
+
+    def get(_):
+        value = verdict_row(file, method, baseline, task)
+        for key in path:
+            value = value[key]
+        return value
+
+    return Value("verdicts.json", f"{file}: {method} vs {baseline}, {task}: {'/'.join(map(str, path))}", get)
+
+
+def claim(file: str, method: str, baseline: str, task: str) -> list[Value]:
+    """items delta [ci], seeds + items [ci] p, detectable: the cells of a claim's row, in the table's order."""
+    j = lambda *path: judged(file, method, baseline, task, *path)  # noqa: E731
+    return [
+        j("pooled", "delta"),
+        j("pooled", "ci", 0),
+        j("pooled", "ci", 1),
+        j("seed_aware", "ci", 0),
+        j("seed_aware", "ci", 1),
+        j("seed_aware", "p_value"),
+        j("seed_aware", "detectable"),
+    ]
+
+
+def n_seeds(file: str) -> Value:
+    return calc(file, "number of seeds", lambda d: len(d["seeds"]))
+
+
+def unsup_minus_start(seed: str) -> Value:
+    file = "jcse_minilm.json"
+    rows = ("summary", "rows")
+    return calc(
+        file,
+        f"unsup - direct at seed {seed}",
+        lambda d: (
+            d[rows[0]][rows[1]]["minilm-en/unsup"]["jacsts"]["seeds"][seed]["main_score"]
+            - d[rows[0]][rows[1]]["minilm-en/direct"]["jacsts"]["seeds"]["once"]["main_score"]
+        ),
+    )
+
+
+def kept_start(file: str, row: str, start: str) -> Value:
+    """How many seeds of `row` score exactly the start (dev selection kept step 0)."""
+
+    def get(d):
+        rows = d["summary"]["rows"]
+        once = rows[start]["jacsts"]["seeds"]["once"]["main_score"]
+        return sum(s["main_score"] == once for s in rows[row]["jacsts"]["seeds"].values())
+
+    return calc(file, f"seeds where {row} equals {start}", get)
+
+
+def trained_seed(file: str) -> Value:
+    """The one seed at which unsupervised SimCSE moved from the start."""
+
+    def get(d):
+        rows = d["summary"]["rows"]
+        once = rows["minilm-en/direct"]["jacsts"]["seeds"]["once"]["main_score"]
+        (seed,) = [
+            k for k, s in rows["minilm-en/unsup"]["jacsts"]["seeds"].items() if s["main_score"] != once
+        ]
+        return int(seed)
+
+    return calc(file, "the seed where SimCSE trained", get)
+
+
+def make_run_deltas(pick) -> Value:
+    """min / max over the percent tasks of make run's int8 - fp32 (alignment-uniformity is not in percent)."""
+
+    def get(_):
+        a, b = load("make_run_e5_int8.json")["tasks"], load("make_run_e5_fp32.json")["tasks"]
+        return pick(a[t]["main_score"] - b[t]["main_score"] for t in a if t != "alignment-uniformity")
+
+    return calc("make_run_e5_int8.json", "int8 - fp32 per task (make_run_e5_fp32.json)", get)
+
+
+def int8(model: str, *path) -> Value:
+    return at("int8_speed.json", "models", model, *path)
+
+
+def int8_stsb_change(model: str) -> Value:
+    def get(d):
+        quality = d["models"][model]["quality"]
+        return quality["sentkit int8"]["stsb"] - quality["sentkit torch fp32"]["stsb"]
+
+    return calc("int8_speed.json", f"{model} STS-B int8 - fp32", get)
+
+
+@dataclass(frozen=True)
+class Row:
+    method: str  # the first cell, as printed
+    numbers: list[Value]
+    verdict: tuple[str, str, str, str] | None = None  # (file, method, baseline, task) in verdicts.json
+    extra: dict = field(default_factory=dict)
+
+
+EMU, EASE, JM, JE, AMR = "emu.json", "ease.json", "jcse_minilm.json", "jcse_e5.json", "amr_retrofit.json"
+BODY, TITLES = "knn-marc-category-body-500", "knn-marc-category-500"
+MAIN_EMU = (EMU, "emu", "emu-no-ld", BODY)
+JCSE_MAIN = (JM, "minilm-en/stage1", "minilm-en/unsup", "jacsts")
+ROWS = [
+    Row(
+        "unsup. SimCSE",
+        [
+            at(JM, "extra", "unsup_data", "sentences"),
+            at(JM, "settings", "unsup_steps"),
+            n_seeds(JM),
+            row_stat(JM, "minilm-en/direct", "jacsts"),
+            row_stat(JM, "minilm-en/unsup", "jacsts"),
+            row_stat(JM, "minilm-en/unsup", "jacsts", "sd"),
+            unsup_minus_start("42"),
+            unsup_minus_start("43"),
+            unsup_minus_start("44"),
+            kept_start(JM, "minilm-en/unsup", "minilm-en/direct"),
+            n_seeds(JM),
+        ],
+    ),
+    Row(
+        "unsup. SimCSE",
+        [
+            n_seeds(JE),
+            row_stat(JE, "e5-small-m/direct", "jacsts"),
+            row_stat(JE, "e5-small-m/unsup", "jacsts"),
+            calc(
+                JE,
+                "unsup - direct, largest at any seed",
+                lambda d: max(
+                    abs(s["main_score"] - d["summary"]["rows"]["e5-small-m/direct"]["jacsts"]["mean"])
+                    for s in d["summary"]["rows"]["e5-small-m/unsup"]["jacsts"]["seeds"].values()
+                ),
+            ),
+        ],
+    ),
+    Row(
+        "EASE (main claim)",
+        [
+            at(EASE, "settings", "max_steps"),
+            n_seeds(EASE),
+            at(EASE, "settings", "mewsc_rows"),
+            row_stat(EASE, "simcse-unsup", "mewsc16-100"),
+            row_stat(EASE, "ease", "mewsc16-100"),
+            *claim(EASE, "ease", "simcse-unsup", "mewsc16-100"),
+        ],
+        verdict=(EASE, "ease", "simcse-unsup", "mewsc16-100"),
+    ),
+    Row(
+        "Emu (main claim)",
+        [
+            at(EMU, "settings", "max_steps"),
+            n_seeds(EMU),
+            calc(
+                EMU,
+                "language pairs",
+                lambda d: len(d["summary"]["rows"]["base"][BODY]["seeds"]["once"]["chance"]),
+            ),
+            at(EMU, "summary", "rows", "base", BODY, "seeds", "once", "chance_mean"),
+            row_stat(EMU, "emu-no-ld", BODY),
+            row_stat(EMU, "emu", BODY),
+            row_stat(EMU, "emu", BODY, "sd"),
+            *claim(*MAIN_EMU),
+        ],
+        verdict=MAIN_EMU,
+    ),
+    Row(
+        "Emu, titles only",
+        [
+            row_stat(EMU, "emu-no-ld", TITLES),
+            row_stat(EMU, "emu", TITLES),
+            row_stat(EMU, "emu", TITLES, "sd"),
+            *claim(EMU, "emu", "emu-no-ld", TITLES),
+        ],
+        verdict=(EMU, "emu", "emu-no-ld", TITLES),
+    ),
+    Row(
+        "Emu",
+        [row_stat(EMU, "base", BODY), row_stat(EMU, "emu", BODY), *claim(EMU, "emu", "base", BODY)],
+        verdict=(EMU, "emu", "base", BODY),
+    ),
+    Row(
+        "JCSE stage 1 (main claim)",
+        [
+            n_seeds(JM),
+            row_stat(JM, "minilm-en/unsup", "jacsts"),
+            kept_start(JM, "minilm-en/unsup", "minilm-en/direct"),
+            n_seeds(JM),
+            row_stat(JM, "minilm-en/stage1", "jacsts"),
+            row_stat(JM, "minilm-en/stage1", "jacsts", "sd"),
+            *claim(*JCSE_MAIN)[:3],
+            trained_seed(JM),
+            at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "delta"),
+            at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "ci", 0),
+            at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "ci", 1),
+            *claim(*JCSE_MAIN)[3:],
+        ],
+        verdict=JCSE_MAIN,
+    ),
+    Row(
+        "JCSE stage 1",
+        [
+            row_stat(JM, "minilm-en/direct", "jacsts"),
+            row_stat(JM, "minilm-en/stage1", "jacsts"),
+            *claim(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
+        ],
+        verdict=(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
+    ),
+    Row(
+        "JCSE stage 2 over stage 1",
+        [
+            row_stat(JM, "minilm-en/stage1", "jacsts"),
+            row_stat(JM, "minilm-en/stage1+2", "jacsts"),
+            row_stat(JM, "minilm-en/stage1+2", "jacsts", "sd"),
+            *claim(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
+        ],
+        verdict=(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
+    ),
+    Row(
+        "JCSE stage 1 (main claim)",
+        [
+            n_seeds(JE),
+            row_stat(JE, "e5-small-m/unsup", "jacsts"),
+            row_stat(JE, "e5-small-m/stage1", "jacsts"),
+            *claim(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
+        ],
+        verdict=(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
+    ),
+    Row(
+        "AMR retrofitting (main claim)",
+        [
+            n_seeds(AMR),
+            row_stat(AMR, "muse-m/s", "sts17"),
+            row_stat(AMR, "muse-m/concat_norm", "sts17"),
+            row_stat(AMR, "muse-m/concat_norm", "sts17", "sd"),
+            *claim(AMR, "muse-m/concat_norm", "muse-m/s", "sts17"),
+        ],
+        verdict=(AMR, "muse-m/concat_norm", "muse-m/s", "sts17"),
+    ),
+    Row(
+        "AMR retrofitting",
+        [
+            row_stat(AMR, "e5-small-m/s", "stsb"),
+            row_stat(AMR, "e5-small-m/concat_norm", "stsb"),
+            row_stat(AMR, "e5-small-m/concat_norm", "stsb", "sd"),
+            *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[:3],
+            *claim(AMR, "e5-small-m/weighted", "e5-small-m/s", "stsb")[:3],
+            *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[3:6],
+            *claim(AMR, "e5-small-m/weighted", "e5-small-m/s", "stsb")[3:6],
+            *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[6:],
+        ],
+        verdict=(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb"),
+    ),
+    Row(
+        "int8 ONNX",
+        [
+            at("int8_speed.json", "sentences"),
+            int8("e5-small-m", "timings", "st onnx-int8", "median_sent_per_s"),
+            int8("e5-small-m", "timings", "sentkit int8", "median_sent_per_s"),
+            int8("e5-small-m", "median_speed_vs_anchor_int8", "sentkit int8"),
+            int8_stsb_change("e5-small-m"),
+        ],
+    ),
+    Row(
+        "int8 ONNX",
+        [
+            int8("minilm-en", "timings", "st onnx-int8", "median_sent_per_s"),
+            int8("minilm-en", "timings", "sentkit int8", "median_sent_per_s"),
+            int8("minilm-en", "median_speed_vs_anchor_int8", "sentkit int8"),
+            int8_stsb_change("minilm-en"),
+        ],
+    ),
+    Row(
+        "int8 ONNX",
+        [
+            at("make_run_e5_fp32.json", "wall_s"),
+            at("make_run_e5_int8.json", "wall_s"),
+            calc(
+                "make_run_e5_int8.json",
+                "fp32 wall_s / int8 wall_s",
+                lambda d: load("make_run_e5_fp32.json")["wall_s"] / d["wall_s"],
+            ),
+            make_run_deltas(max),
+            make_run_deltas(min),
+        ],
+    ),
+    Row(
+        "fp32 encoding",
+        [
+            at("encode_speed.json", "sentences"),
+            at("encode_speed.json", "results", "sentence-transformers", "median_sent_per_s"),
+            at("encode_speed.json", "results", "sentkit", "median_sent_per_s"),
+            at("encode_speed.json", "ratio_median"),
+        ],
+    ),
+]
+
+
+def results_table(text: str) -> tuple[list[str], list[list[str]]]:
+    """(header cells, body rows' cells) of the first table under the README's "## Results"."""
+    section = text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    return cells[0], cells[2:]
+
+
+def numbers_of(cells: list[str], header: list[str]) -> list[str]:
+    checked = [
+        STAGE.sub("stage", c) for i, (c, name) in enumerate(zip(cells, header)) if i and name not in UNCHECKED
+    ]
+    return [m.group(1) for cell in checked for m in NUMBER.finditer(cell)]
+
+
+def agrees(printed: str, value: float) -> bool:
+    """`printed` is `value` to the digits it shows ("<0.001": any value below 0.001)."""
+    if printed.startswith("<"):
+        return value < float(printed[1:])
+    digits = len(printed.split(".")[1]) if "." in printed else 0
+    return abs(float(printed.replace(",", "")) - value) <= 0.5 * 10.0**-digits + 1e-9
+
+
+def mismatches(cells: list[str], header: list[str], row: Row) -> list[str]:
+    printed = numbers_of(cells, header)
+    problems = []
+    if len(printed) != len(row.numbers):
+        problems.append(f"{len(printed)} numbers printed {printed}, {len(row.numbers)} sources listed")
+    for text, source in zip(printed, row.numbers):
+        value = source()
+        if not agrees(text, value):
+            problems.append(f"{text} printed, {value!r} in {source.file} ({source.where})")
+    if row.verdict:
+        verdict = cells[header.index("verdict")].strip("* ").split()[0].strip("*:;")
+        expected = verdict_row(*row.verdict)["verdict"]
+        if verdict != expected:
+            problems.append(f"verdict {verdict!r} printed, {expected!r} in verdicts.json")
+    return problems
+
+
+def test_every_number_of_the_results_table_is_in_its_file():
+    header, body = results_table(README.read_text(encoding="utf-8"))
+    assert header[: len(("method", "start model, data"))] == ["method", "start model, data"]
+    assert all(name in header for name in (*UNCHECKED, "verdict")), header
+    assert [cells[0] for cells in body] == [row.method for row in ROWS], "a row was added, removed or moved"
+    problems = {
+        f"{cells[0]} | {cells[1]}": found
+        for cells, row in zip(body, ROWS)
+        if (found := mismatches(cells, header, row))
+    }
+    assert not problems, json.dumps(problems, indent=1)
+
+
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        ("| 17.82 ± 1.39 | +0.92 [+0.59, +1.27]", "| 17.82 ± 1.39 | +0.93 [+0.59, +1.27]"),  # a number edited
+        ("[-0.97, +4.34] p 0.131 | 3.44 | suggestive", "[-0.97, +4.34] p 0.131 | 3.44 | **reproduced**"),
+        ("1.51x (STS-B -0.005)", "1.51x (STS-B -0.01)"),  # a difference of rounded numbers
+        ("30 steps, 3 seeds | MewsC-16", "30 steps, 5 seeds | MewsC-16"),
+    ],
+)
+def test_an_edited_number_or_verdict_is_caught(old, new):
+    text = README.read_text(encoding="utf-8")
+    assert old in text
+    header, body = results_table(text.replace(old, new, 1))
+    assert any(mismatches(cells, header, row) for cells, row in zip(body, ROWS))
+
+
+def test_number_pattern_skips_names_and_reads_signs_ratios_and_thresholds():
+    text = (
+        "e5-small-m STS17 MewsC-16 1-NN fp32 int8 (100/lang) 1,423 -0.11 [+1.08, +2.24] p <0.001 1.51x 5.12"
+    )
+    assert [m.group(1) for m in NUMBER.finditer(text)] == [
+        "100",
+        "1,423",
+        "-0.11",
+        "+1.08",
+        "+2.24",
+        "<0.001",
+        "1.51",
+        "5.12",
+    ]
+
+
+def test_verdicts_json_is_what_rejudge_docs_computes(monkeypatch, tmp_path):
+    """docs/results/verdicts.json and the tables' "Against the baseline" sections are generated
+    (examples/rejudge_docs.py), never edited by hand: regenerating them from the results files changes
+    nothing."""
+    import shutil
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    import rejudge_docs
+
+    copy = tmp_path / "results"
+    shutil.copytree(RESULTS, copy, ignore=shutil.ignore_patterns("*.png"))
+    rejudge_docs.main(["--results", str(copy)])
+    assert json.loads((copy / "verdicts.json").read_text(encoding="utf-8")) == load("verdicts.json")
+    for table in sorted((RESULTS / "tables").glob("*.md")):
+        assert (copy / "tables" / table.name).read_text(encoding="utf-8") == table.read_text(encoding="utf-8")
