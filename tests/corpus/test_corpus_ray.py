@@ -1,6 +1,7 @@
 """The Ray engine on a small corpus: when it is chosen, how its actors share the CPUs, that they run side by
 side, the same shard files as in-process byte for byte, every finished shard in the manifest through a dead
-worker, a bad row and a Ctrl-C. One Ray session (2 CPUs, as on CI) serves the in-process tests."""
+worker, a bad row and a Ctrl-C. One Ray session (2 CPUs, as on CI) serves the in-process tests; each test on
+it starts actors (seconds each), so they are marked slow."""
 
 from __future__ import annotations
 
@@ -155,6 +156,7 @@ def _hook_log(folder):
     return [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_two_actors_on_two_cpus_run_side_by_side_one_thread_each(ray_session, model_dir, tmp_path):
     corpus = _corpus(tmp_path / "corpus", [json.dumps({"text": t}) for t in LINES[25:]])
     hooks = tmp_path / "hooks"
@@ -183,6 +185,7 @@ def test_two_actors_on_two_cpus_run_side_by_side_one_thread_each(ray_session, mo
     assert {entry["threads"] for entry in _hook_log(single)} == {2}  # 2 CPUs / 1 worker
 
 
+@pytest.mark.slow
 def test_ray_survives_a_dead_worker_and_writes_the_local_bytes(ray_session, model_dir, tmp_path):
     corpus = _corpus(tmp_path / "corpus", [json.dumps({"text": t}) for t in LINES[25:]])
     local, remote = tmp_path / "local", tmp_path / "ray"
@@ -208,6 +211,7 @@ def test_ray_survives_a_dead_worker_and_writes_the_local_bytes(ray_session, mode
     assert (run["engine"], run["workers"], run["nodes"]) == ("ray", 2, 1)
 
 
+@pytest.mark.slow
 def test_ray_bad_row_keeps_every_shard_before_it_and_the_rerun_continues(ray_session, model_dir, tmp_path):
     good = [json.dumps({"text": t}) for t in LINES[25:]]
     bad = list(good)
