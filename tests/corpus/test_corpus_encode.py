@@ -14,7 +14,6 @@ import pytest
 from conftest import make_tiny_encoder
 from sentkit.cli import main
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
-from sentkit.corpus.engine_ray import READ_CPUS, ray_layout
 from sentkit.corpus.manifest import ManifestMismatch
 from sentkit.corpus.shards import InputChanged, ShardSettings
 from sentkit.errors import DataFormatError, NonFiniteVectors, OutputPathError
@@ -278,18 +277,6 @@ def test_cli_sharded_mode_is_chosen_by_shard_size(tmp_path, corpus, capsys):
     assert main(npy + ["--shard-size", "10"]) == 2
     assert "--shard-size writes a folder of shards; --output" in capsys.readouterr().err
     assert main(npy) == 0 and np.load(tmp_path / "v.npy").shape == (25, 32)  # the one-matrix mode as before
-
-
-def test_ray_layout_leaves_cpu_for_the_readers():
-    two_cores = ray_layout(2, 0)
-    assert (two_cores.workers, two_cores.cpus_per_worker, two_cores.threads) == (2, 0.66, 1)
-    assert two_cores.workers * two_cores.cpus_per_worker + 2 * READ_CPUS <= 2  # two readers still fit
-    assert ray_layout(2, 0, workers=1).cpus_per_worker == 1.0
-    assert ray_layout(64, 0, threads=4) == ray_layout(64, 0, workers=16, threads=4)
-    assert ray_layout(64, 0, threads=4).cpus_per_worker == 3.76  # 64 / 17, under the 4 threads asked
-    gpus = ray_layout(16, 2)
-    assert (gpus.workers, gpus.gpus_per_worker, gpus.cpus_per_worker) == (2, 1.0, 1.0)
-    assert ray_layout(16, 2, device="cpu").gpus_per_worker == 0.0
 
 
 @pytest.mark.parametrize("suffix, kind", [("", "weights"), ("@int8", "onnx")])

@@ -63,22 +63,29 @@ def add_shard_arguments(parser: argparse.ArgumentParser, positive_int) -> None:
         "--engine",
         choices=ENGINES,
         default=None,
-        help="local (this process), ray (Ray Data actor pool) or auto: ray when installed (auto)",
+        help="local (this process), ray (a pool of Ray actors) or auto: local, ray when --address or "
+        "--workers is given (auto)",
     )
     group.add_argument(
-        "--workers", type=positive_int, default=None, help="Ray encoder actors (one per GPU or CPU)"
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="Ray encoder actors, runs on Ray (default: one per GPU, else one per CPU)",
     )
     group.add_argument(
         "--threads",
         type=positive_int,
         default=None,
-        help="torch threads per worker (local: all cores; ray: 1)",
+        help="torch threads per worker (local: all cores; ray: the worker's share of the CPUs)",
     )
     group.add_argument(
         "--device", choices=("auto", "cpu", "cuda"), default=None, help="auto: a GPU when present"
     )
     group.add_argument(
-        "--address", default=None, help="Ray cluster address (default: a local Ray on this machine)"
+        "--address",
+        default=None,
+        help="join the Ray cluster at ADDR (runs on Ray; the output folder must be on a file system every "
+        "node sees)",
     )
 
 

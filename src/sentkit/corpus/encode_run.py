@@ -66,9 +66,7 @@ def encode_corpus(
     (`status` "complete" or "nothing to do", shards written, shards and rows in the folder)."""
     log = log or _stderr
     folder = Path(request.output)
-    engine = choose_engine(request.engine, request.address)
-    if request.workers is not None and engine == "local":
-        raise InvalidArgument("--workers sets the Ray actor count; it needs --engine ray")
+    engine = choose_engine(request.engine, request.address, request.workers)
     check_writable_dir(folder)
     if folder.is_dir() and not (folder / MANIFEST).is_file() and _foreign_files(folder):
         raise OutputPathError(f"{folder}: holds files but no {MANIFEST}; give an empty or a new folder")
@@ -133,17 +131,20 @@ def encode_corpus(
         return _run(job, engine, encoder, manifest, log)
 
 
-def choose_engine(engine: str, address: str | None) -> str:
-    """The engine to run: "auto" is Ray Data when it is installed, else in-process; `--address` needs Ray."""
+def choose_engine(engine: str, address: str | None = None, workers: int | None = None) -> str:
+    """The engine to run. "auto" is in process, and Ray when `--address` (a cluster) or `--workers` (an
+    actor pool) asks for it: on one machine Ray's start-up and daemons cost time and memory for no speed."""
     if engine not in ENGINES:
         raise InvalidArgument(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    has_ray = importlib.util.find_spec("ray") is not None
     if engine == "auto":
-        engine = "ray" if has_ray or address else "local"
+        engine = "ray" if address or workers is not None else "local"
     if engine == "local" and address:
-        raise InvalidArgument("--address names a Ray cluster; it needs --engine ray")
-    if engine == "ray" and not has_ray:
-        raise InvalidArgument("--engine ray needs Ray Data: pip install 'sentkit[ray]'")
+        raise InvalidArgument("--address names a Ray cluster; it needs --engine ray (or auto)")
+    if engine == "local" and workers is not None:
+        raise InvalidArgument("--workers sets the Ray actor count; it needs --engine ray (or auto)")
+    if engine == "ray" and importlib.util.find_spec("ray") is None:
+        flag = "--address" if address else "--workers" if workers is not None else "--engine ray"
+        raise InvalidArgument(f"{flag} runs on Ray, which is not installed: pip install 'sentkit[ray]'")
     return engine
 
 

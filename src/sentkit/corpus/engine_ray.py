@@ -1,18 +1,25 @@
-"""The Ray Data engine: one read task per input file streams its shards; an actor pool encodes them.
+"""The Ray engine: this process reads the inputs and hands each shard to a pool of encoder actors.
 
-Each read task runs the same `iter_work` as the in-process engine (so bad input stops with the same
-file:line error, and finished shards are checked and skipped the same way) and emits one block per shard.
-`map_batches` hands each block to an actor holding the encoder, which writes the shard file itself and
-returns its manifest record; the driver only collects records. The output folder must therefore be
-reachable from every node (a shared file system) when `address` names a cluster.
+The driver runs the same `iter_work` as the in-process engine (so bad input stops with the same file:line
+error, and finished shards are checked and skipped the same way) and submits each shard to the actor with the
+fewest shards waiting, at most QUEUED_PER_ACTOR each: every actor has its next shard at hand, and the driver
+holds the texts of only a few shards. An actor encodes its shard and writes the file itself
+(`encode_and_write`, as in process), then returns its manifest record; the driver yields each record the
+moment it arrives, so the manifest lists every shard as it lands. The output folder must therefore be
+reachable from every node (a shared file system) when `address` names a cluster; only this process reads
+the inputs.
 
-On a small machine the actors must leave CPU for the read tasks: Ray schedules by requested CPUs, and two
-actors asking for a whole CPU each on 2 cores starve the reader and the job stalls. `ray_layout` sizes the
-requests to the cluster (fractions of a CPU) and sets each actor's torch threads explicitly.
+When reading stops (a bad row, a changed input) the driver first collects the shards already handed out,
+then raises: every shard before the bad row is kept. A Ctrl-C loses only the shards in flight.
+
+Ray schedules actors by the CPUs they request: `ray_layout` gives each of W actors on C CPUs C/W of them
+(whole CPUs where that is at least one, fractions below) and as many torch threads, so the actors run side
+by side, no core idle and none oversubscribed. The reading is done by the driver, which requests nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -20,33 +27,33 @@ import os
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from functools import partial
 
 from sentkit.corpus.engine_local import EncodeJob, place_encoder
 from sentkit.corpus.shards import InputEnd, ShardWork, encode_and_write
 from sentkit.errors import InvalidArgument, SentkitError
 
-READ_CPUS = 0.25  # CPU requested by a read task: it only decompresses and splits lines
-# restarts of a dead actor and retries of its lost shard (Ray Data's default is forever: a shard that kills
-# its worker every time would hang the run); read tasks keep Ray's own retries of lost workers
+# shards handed to one actor at a time: one encoding, one waiting, so it never waits for the driver
+QUEUED_PER_ACTOR = 2
+# restarts of a dead actor and retries of its lost shard (Ray's default for max_task_retries with restarts is
+# forever: a shard that kills its worker every time would hang the run)
 RETRIES = 3
 
-_INTS = ("input", "chunk", "first_row", "rows", "dim", "bytes")
-_RECORD_FIELDS = ("kind", "name", *_INTS, "sha256", "text_sha256", "seconds")
+
+class WorkerLost(SentkitError):
+    """An encoder actor died more often than RETRIES (out of memory, killed, a lost node)."""
 
 
 def require_ray():
     try:
         import ray
-        import ray.data  # noqa: F401
     except ImportError as err:
-        raise SentkitError("--engine ray needs Ray Data: pip install 'sentkit[ray]'") from err
+        raise SentkitError("--engine ray needs Ray: pip install 'sentkit[ray]'") from err
     return ray
 
 
 @dataclass(frozen=True)
 class RayLayout:
-    """How many encoder actors run and what each asks Ray for."""
+    """How many encoder actors run, what each asks Ray for, and its torch threads."""
 
     workers: int
     cpus_per_worker: float
@@ -55,113 +62,179 @@ class RayLayout:
 
 
 def ray_layout(
-    cluster_cpus: float,
+    node_cpus: list[float],
     cluster_gpus: float,
     workers: int | None = None,
     threads: int | None = None,
     device: str = "auto",
 ) -> RayLayout:
-    """Actors and their requests for a cluster with `cluster_cpus` CPUs and `cluster_gpus` GPUs.
+    """Actors and their requests for a cluster whose nodes have `node_cpus` CPUs, `cluster_gpus` GPUs in all.
 
-    One actor per GPU when there are GPUs (and `device` allows them), else one per `threads` CPUs
-    (default 1 thread). Each actor asks for at most cluster_cpus / (workers + 1) CPUs, so one worker's
-    share stays free for the read tasks (READ_CPUS each) whatever the machine size.
+    Workers: as asked, else one per GPU when there are GPUs (and `device` allows them), else one per
+    `threads` CPUs (one per CPU without `threads`). Each asks for C/W CPUs of the C in the cluster, whole
+    when that is at least one (Ray takes no fraction above one), less where the nodes could not hold W such
+    actors; each runs that many torch threads (at least one) unless `threads` says otherwise.
     """
     if device == "cuda" and cluster_gpus < 1:
         raise InvalidArgument("--device cuda: the Ray cluster has no GPU")
-    threads = threads or 1
+    if sum(node_cpus) <= 0:
+        raise InvalidArgument("the Ray cluster has no CPU to run encoder workers on")
+    total = float(sum(node_cpus))
     use_gpus = cluster_gpus >= 1 and device != "cpu"
     if workers is None:
-        workers = int(cluster_gpus) if use_gpus else max(1, int(cluster_cpus // threads))
-    share = math.floor(100 * cluster_cpus / (workers + 1)) / 100
-    cpus = max(0.01, min(float(threads), share))
+        workers = int(cluster_gpus) if use_gpus else max(1, int(total // (threads or 1)))
+    cpus = _fitting_share(node_cpus, workers)
     gpus = 0.0
     if use_gpus:
         gpus = 1.0 if workers <= cluster_gpus else math.floor(100 * cluster_gpus / workers) / 100
-    return RayLayout(workers, cpus, gpus, threads)
+    return RayLayout(workers, cpus, gpus, threads or max(1, int(cpus)))
+
+
+def _fitting_share(node_cpus: list[float], workers: int) -> float:
+    """The largest CPU request of at most total / workers that the nodes can hold `workers` times over:
+    a whole number where it is one or more (Ray's rule), else a node's CPUs split k ways (to 1e-4, Ray's
+    resolution). [2, 2] CPUs and 1 worker: 2, not 4 (no node has 4); [1, 1] and 3 workers: 0.5."""
+    share = sum(node_cpus) / workers
+    candidates = {float(c) for c in range(1, math.floor(share + 1e-9) + 1)}
+    candidates |= {math.floor(1e4 * n / k) / 1e4 for n in node_cpus for k in range(1, workers + 1) if n < k}
+    fitting = [
+        c
+        for c in candidates
+        if 0 < c <= share + 1e-9 and sum(math.floor(n / c + 1e-9) for n in node_cpus) >= workers
+    ]
+    if not fitting:
+        raise InvalidArgument(f"the Ray cluster's nodes ({node_cpus} CPUs) cannot hold {workers} workers")
+    return max(fitting)
 
 
 def run_ray(job: EncodeJob, info: dict) -> Iterator[dict | InputEnd]:
-    """Encode every missing shard on Ray Data; yields shard records and input ends as they finish."""
+    """Encode every missing shard on a Ray pool of actors; yields shard records and input ends as they land."""
     ray = require_ray()
     started_here = not ray.is_initialized()
-    if started_here:
-        if not os.environ.get("SENTKIT_DEBUG"):
-            # Ray's C++ core logs a note on every actor with restarts enabled; the CLI's stderr stays ours
-            os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
-        if job.address:
-            ray.init(
-                address=job.address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
-            )
-        else:
-            ray.init(
-                num_cpus=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level=logging.ERROR,
-            )
-    elif job.address:
+    if not started_here and job.address:
         raise InvalidArgument("--address: Ray is already initialised in this process")
+    if started_here:
+        _init(ray, job.address)
+    actors: list = []
     try:
-        resources = ray.cluster_resources()
-        layout = ray_layout(
-            resources.get("CPU", 1), resources.get("GPU", 0), job.workers, job.threads, job.device
-        )
+        with _quiet():
+            nodes = [n for n in ray.nodes() if n.get("Alive")]
+            node_cpus = [n["Resources"].get("CPU", 0.0) for n in nodes]
+            gpus = sum(n["Resources"].get("GPU", 0.0) for n in nodes)
+        layout = ray_layout(node_cpus, gpus, job.workers, job.threads, job.device)
         info.update(asdict(layout), device="cuda" if layout.gpus_per_worker else "cpu")
-        yield from _run(ray, job, layout)
-    finally:
-        if started_here:
-            ray.shutdown()
-
-
-def _run(ray, job: EncodeJob, layout: RayLayout) -> Iterator[dict | InputEnd]:
-    # the driver prints one line per finished shard and one line for an error (the CLI's); Ray Data's
-    # progress log and its copy of a worker's traceback would repeat them (SENTKIT_DEBUG=1 keeps them)
-    if not os.environ.get("SENTKIT_DEBUG"):
-        logging.getLogger("ray.data").setLevel(logging.CRITICAL)
-        ray.data.DataContext.get_current().enable_progress_bars = False
-    dataset = ray.data.read_datasource(
-        _corpus_datasource(job),
-        override_num_blocks=len(job.inputs),  # one read task per input file, its blocks left whole
-        num_cpus=READ_CPUS,
-    )
-    # the actors need no resume state: kept out of their constructor arguments, these stay small
-    worker_job = dataclasses.replace(job, done={}, known_rows=[])
-    with warnings.catch_warnings():
-        # bounded actor restarts have no named map_batches parameter in Ray 2.60: the remote-args form (kept
-        # until Ray 2.64) warns that it is deprecated
-        warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
-        encoded = dataset.map_batches(
-            _ShardWorker,
-            fn_constructor_kwargs={
-                "job": worker_job,
-                "threads": layout.threads,
-                "gpu": layout.gpus_per_worker > 0,
-            },
-            batch_size=1,
-            batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=layout.workers),
-            num_cpus=layout.cpus_per_worker,
-            num_gpus=layout.gpus_per_worker or None,
-            max_restarts=RETRIES,
-            max_task_retries=RETRIES,
-        )
-    try:
-        for row in encoded.iter_rows():
-            if row["kind"] == "end":
-                yield InputEnd(int(row["input"]), int(row["rows"]))
-            else:
-                yield {key: row[key] for key in _RECORD_FIELDS if key != "kind"}
+        actors = _start_actors(ray, job, layout)
+        with _quiet():
+            where = ray.get([actor.ready.remote() for actor in actors])
+        info["nodes"] = len(set(where))
+        yield from _dispatch(ray, job, actors)
     except Exception as err:
         cause = _user_error(err)
         if cause is err:
             raise
         raise cause from None
+    finally:
+        with _quiet():
+            # stopped now, not when their handles are collected: an exception's traceback holds them, and
+            # their CPUs would stay taken from the next run in this Ray session
+            for actor in actors:
+                ray.kill(actor)
+            if started_here:
+                ray.shutdown()
+
+
+def _init(ray, address: str | None) -> None:
+    """Start a local Ray with this machine's CPUs, or join the cluster at `address`, quietly: the user's
+    stderr gets sentkit's lines, and errors come back as exceptions (SENTKIT_DEBUG=1 keeps Ray's logs)."""
+    options: dict = {"include_dashboard": False}
+    if not os.environ.get("SENTKIT_DEBUG"):
+        options |= {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address:
+        options["address"] = address
+    else:
+        affinity = getattr(os, "sched_getaffinity", None)
+        options["num_cpus"] = len(affinity(0)) if affinity else os.cpu_count()
+    with _quiet():
+        ray.init(**options)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Around calls into Ray: its Python warnings (deprecations, resource notes) are not the user's."""
+    if os.environ.get("SENTKIT_DEBUG"):
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _start_actors(ray, job: EncodeJob, layout: RayLayout) -> list:
+    # the actors need no resume state: kept out of their constructor arguments, these stay small
+    worker_job = dataclasses.replace(job, done={}, known_rows=[])
+    remote = ray.remote(_ShardEncoder).options(
+        num_cpus=layout.cpus_per_worker,
+        num_gpus=layout.gpus_per_worker or None,
+        max_restarts=RETRIES,
+        max_task_retries=RETRIES,
+    )
+    with _quiet():
+        return [
+            remote.remote(worker_job, layout.threads, layout.gpus_per_worker > 0)
+            for _ in range(layout.workers)
+        ]
+
+
+def _dispatch(ray, job: EncodeJob, actors: list) -> Iterator[dict | InputEnd]:
+    """Hand out the shards input by input, yield each record as it lands; on a read error, collect the
+    shards handed out before it, then raise it."""
+    waiting: dict = {}  # object ref -> index of the actor encoding it
+    load = [0] * len(actors)
+
+    def land(timeout: float | None) -> Iterator[dict]:
+        with _quiet():
+            ready, _ = ray.wait(list(waiting), num_returns=1, timeout=timeout)
+        for ref in ready:
+            load[waiting.pop(ref)] -= 1
+            yield _record(ray, ref)
+
+    try:
+        for index in range(len(job.inputs)):
+            for item in job.work(index):
+                if isinstance(item, InputEnd):
+                    yield item
+                    continue
+                while len(waiting) >= QUEUED_PER_ACTOR * len(actors):
+                    yield from land(None)
+                actor = min(range(len(actors)), key=load.__getitem__)
+                with _quiet():
+                    waiting[actors[actor].encode.remote(item)] = actor
+                load[actor] += 1
+                yield from land(0)  # what finished meanwhile, without waiting
+    except Exception:
+        while waiting:
+            yield from land(None)
+        raise
+    while waiting:
+        yield from land(None)
+
+
+def _record(ray, ref) -> dict:
+    from ray.exceptions import RayActorError
+
+    try:
+        with _quiet():
+            return ray.get(ref)
+    except RayActorError as err:
+        raise WorkerLost(
+            f"a Ray encoder worker died {RETRIES + 1} times on one shard (out of memory? a lost node?): "
+            f"{str(err).splitlines()[0]}; the finished shards are kept, rerun to encode the rest"
+        ) from None
 
 
 def _user_error(err: BaseException) -> BaseException:
-    """The exception our code raised inside a Ray task or actor, unwrapped from Ray's error wrappers
-    (their text holds the remote traceback; the CLI prints the one-line original)."""
+    """The exception our code raised inside a Ray actor, unwrapped from Ray's error wrappers (their text
+    holds the remote traceback; the CLI prints the one-line original)."""
     from ray.exceptions import RayError, RayTaskError
 
     seen = err
@@ -173,43 +246,8 @@ def _user_error(err: BaseException) -> BaseException:
     return seen
 
 
-def _corpus_datasource(job: EncodeJob):
-    """A Ray Data source with one read task per input file; each task yields one block per shard."""
-    from ray.data.block import BlockMetadata
-    from ray.data.datasource import Datasource, ReadTask
-
-    class CorpusDatasource(Datasource):
-        def estimate_inmemory_data_size(self):
-            return None
-
-        def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
-            return [
-                ReadTask(
-                    partial(_read_input, job, index),
-                    BlockMetadata(num_rows=None, size_bytes=None, input_files=[source.path], exec_stats=None),
-                )
-                for index, source in enumerate(job.inputs)
-            ]
-
-    return CorpusDatasource()
-
-
-def _read_input(job: EncodeJob, index: int):
-    import pyarrow as pa
-
-    for item in job.work(index):
-        if isinstance(item, InputEnd):
-            row = {"kind": "end", "name": "", "input": index, "chunk": -1, "first_row": 0, "rows": item.rows}
-            row |= {"text_sha256": "", "texts": []}
-        else:
-            row = {"kind": "shard", "name": item.name, "input": index, "chunk": item.chunk}
-            row |= {"first_row": item.first_row, "rows": len(item.texts), "text_sha256": item.text_sha256}
-            row["texts"] = item.texts
-        yield pa.Table.from_pylist([row], schema=_work_schema())
-
-
-class _ShardWorker:
-    """A Ray actor: loads the encoder once, then encodes and writes each shard block it is handed."""
+class _ShardEncoder:
+    """A Ray actor: loads the encoder once, then encodes and writes each shard it is handed."""
 
     def __init__(self, job: EncodeJob, threads: int, gpu: bool) -> None:
         import torch
@@ -218,46 +256,26 @@ class _ShardWorker:
 
         torch.set_num_threads(threads)
         self.job = job
-        self.encoder, _ = place_encoder(load_encoder(job.model), "cuda" if gpu else "cpu")
+        # an error in an actor's constructor reaches the driver only as text; kept, it is raised by the
+        # first call, which returns it whole (a missing model: its one-line message)
+        self.error: Exception | None = None
+        try:
+            self.encoder, _ = place_encoder(load_encoder(job.model), "cuda" if gpu else "cpu")
+        except Exception as err:
+            self.error = err
 
-    def __call__(self, batch):
-        import pyarrow as pa
+    def ready(self) -> str:
+        """The id of the node this actor runs on, once its encoder is loaded."""
+        import ray
 
-        out = []
-        for row in batch.to_pylist():
-            if row["kind"] == "end":
-                out.append({key: row.get(key) for key in _RECORD_FIELDS})
-                continue
-            work = ShardWork(
-                row["name"], row["input"], row["chunk"], row["first_row"], row["texts"], row["text_sha256"]
-            )
-            if self.job.before_shard is not None:
-                self.job.before_shard(work)
-            source = self.job.inputs[work.input].path
-            out.append(
-                {"kind": "shard"}
-                | encode_and_write(self.encoder, work, self.job.settings, self.job.folder, source)
-            )
-        return pa.Table.from_pylist(out, schema=_record_schema())
+        if self.error is not None:
+            raise self.error
+        return ray.get_runtime_context().get_node_id()
 
-
-def _work_schema():
-    import pyarrow as pa
-
-    ints = [(key, pa.int64()) for key in ("input", "chunk", "first_row", "rows")]
-    return pa.schema(
-        [
-            ("kind", pa.string()),
-            ("name", pa.string()),
-            *ints,
-            ("text_sha256", pa.string()),
-            ("texts", pa.list_(pa.string())),
-        ]
-    )
-
-
-def _record_schema():
-    import pyarrow as pa
-
-    types = {key: pa.int64() for key in _INTS} | {"seconds": pa.float64()}
-    return pa.schema([(key, types.get(key, pa.string())) for key in _RECORD_FIELDS])
+    def encode(self, work: ShardWork) -> dict:
+        if self.error is not None:
+            raise self.error
+        if self.job.before_shard is not None:
+            self.job.before_shard(work)
+        source = self.job.inputs[work.input].path
+        return encode_and_write(self.encoder, work, self.job.settings, self.job.folder, source)
