@@ -21,8 +21,9 @@ from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
 from sentkit.corpus.readers import input_files, iter_rows
 from sentkit.errors import InvalidArgument
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
+from sentkit.mining.recall import report_recall
 from sentkit.mining.retrieval import select_pairs
-from sentkit.mining.search import IndexConfig, search
+from sentkit.mining.search import IndexConfig, check_index, search
 from sentkit.mining.vectors import ArrayVectors, ShardVectors
 from sentkit.provenance import machine_info, package_versions
 
@@ -49,15 +50,19 @@ class Mined:
     info: dict
 
 
-def mine(x, y, config: MineConfig = MineConfig()) -> Mined:
-    """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring."""
+def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | None = None) -> Mined:
+    """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring.
+    An approximate index's measured recall goes to `log`, and a low one to a DataWarning."""
+    check_index(config.index, x.dim)  # before either search starts
     timings: dict[str, float] = {}
     start = time.perf_counter()
     x_sims, x_nn, fwd = search(x, y, config.k, config.index)  # (nx, k): y neighbours of each x
     timings["knn_forward_s"] = round(time.perf_counter() - start, 2)
+    report_recall(fwd, "forward", log)
     start = time.perf_counter()
     y_sims, y_nn, bwd = search(y, x, config.k, config.index)  # (ny, k): x neighbours of each y
     timings["knn_backward_s"] = round(time.perf_counter() - start, 2)
+    report_recall(bwd, "backward", log)
     neighbours = (x_sims, x_nn, y_sims, y_nn)
     start = time.perf_counter()
     x_scores, y_scores = candidate_scores(neighbours, config.scoring)
@@ -158,7 +163,7 @@ def mine_files(
         )
     if x.n == 0 or y.n == 0:
         raise InvalidArgument(f"{request.src if x.n == 0 else request.tgt}: no rows to mine")
-    mined = mine(x, y, request.config)
+    mined = mine(x, y, request.config, log)
     start = time.perf_counter()
     write_pairs(request.out, mined, x, y)
     timings |= mined.info["timings"] | {"write_s": round(time.perf_counter() - start, 2)}
