@@ -45,8 +45,9 @@ def _sentence_like(n_keys: int, n_queries: int, dim: int, seed: int = 0):
 def small_tiles(monkeypatch):
     """Tiles and key passes far smaller than the data, so every merge path runs."""
     monkeypatch.setattr(exact_module, "QUERY_TILE", 37)
-    monkeypatch.setattr(exact_module, "KEY_TILE", 50)
-    monkeypatch.setattr(exact_module, "KEY_PASS_BYTES", 90 * 16 * 4)  # 90 keys of 16 dims a pass
+    monkeypatch.setattr(exact_module, "KEY_TILE", 64)  # 4 groups of 16 columns: tile_topk's grouped path
+    monkeypatch.setattr(exact_module, "SELECT_GROUPS", 4)
+    monkeypatch.setattr(exact_module, "KEY_PASS_BYTES", 100 * 16 * 4)  # 100 keys of 16 dims a pass
 
 
 def test_merge_topk_by_hand():
@@ -307,3 +308,19 @@ def test_the_ivfpq_preset_builds_stopes_index_and_measures_its_recall():
     assert info["recall"]["queries"] == 100 and info["recall"]["recall_at_k"] > 0.9
     ref_sims, ref_idx = exact_search(_vectors(x), _vectors(y), 4, "float32")[:2]
     np.testing.assert_array_equal(sims[idx == ref_idx], ref_sims[idx == ref_idx])  # re-scored exactly
+
+
+@pytest.mark.parametrize(("n", "kk"), [(1024, 6), (1024, 64), (1000, 6), (48, 4)])
+def test_tile_topk_equals_torch_topk(n, kk):
+    import torch
+
+    from sentkit.mining.exact import tile_topk
+
+    gen = torch.Generator().manual_seed(n + kk)
+    sims = torch.randn(50, n, generator=gen)
+    sims[3, :] = 0.5  # a row of ties: any kk columns, all of value 0.5
+    v, i = tile_topk(sims, kk)
+    ref_v, _ = torch.topk(sims, kk, dim=1)
+    assert torch.equal(v, ref_v)
+    assert torch.equal(torch.gather(sims, 1, i), v)  # the rows returned hold those values
+    assert (i[3].unique().numel() == kk) and (i >= 0).all() and (i < n).all()
