@@ -15,11 +15,11 @@ from conftest import make_tiny_encoder
 from sentkit.cli import main
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.approximate import train_size
-from sentkit.mining.exact import exact_scores, exact_search, product_error
+from sentkit.mining.exact import exact_scores, exact_search, merge_topk, product_error
 from sentkit.mining.index_spec import parse_index, preset_nlist, preset_pq_m
 from sentkit.mining.mine import MineConfig, mine
 from sentkit.mining.recall import raise_hint
-from sentkit.mining.search import IndexConfig, merge_topk, resolve_kind, search
+from sentkit.mining.search import IndexConfig, resolve_kind, search
 from sentkit.mining.vectors import ArrayVectors
 from sentkit.tasks.knn_search import cosine_knn
 

@@ -38,9 +38,6 @@ from sentkit.mining.recall import RECALL_QUERIES, sampled_recall
 # 2 AVX-512 cores (5 with their 315 in bfloat16); 1M x 1M would be 16 x that, hours.
 FLAT_MAX = 250_000
 IVF_MIN_KEYS = 1000  # fewer keys cannot train 256 8-bit PQ centroids per sub-quantizer meaningfully
-INDEX_KINDS = PRESETS
-
-__all__ = ["FLAT_MAX", "INDEX_KINDS", "IndexConfig", "merge_topk", "search"]
 
 
 @dataclass(frozen=True)
