@@ -1,15 +1,19 @@
 """Bitext mining at scale with `sentkit mine`'s code: N x N sentences read from shard folders, per stage.
 
-For each size, planted synthetic vectors (bench/bitext_mining.py's `planted_bitext`: a shared mean and a
-decaying spectrum, a fraction of x rows with a noisy translation hidden in y) are written as two shard
-folders the way `sentkit encode --shard-size` writes them, then mined as `sentkit mine` does: k-NN
-forward and backward (exact flat up to --flat-max keys, IVF-PQ above), margin scores, max retrieval,
-the TSV. Each stage reports wall and CPU seconds and the peak resident memory while it ran (sampled
-every 20 ms). Then recall@k of IVF-PQ against exact search on a sample of queries, and the F1 of the
-mined pairs against the planted ones. Writes bench/out/mine_scale.json.
+First the machine's bound: torch's float32 and bfloat16 matrix-product throughput (GFLOP/s) and the CPU
+flags that decide bfloat16 (avx2, avx512f, avx512_vnni, avx512_bf16, AMX). Then, for each size, planted
+synthetic vectors (bench/bitext_mining.py's `planted_bitext`: a shared mean and a decaying spectrum, a
+fraction of x rows with a noisy translation hidden in y) are written as two shard folders the way
+`sentkit encode --shard-size` writes them, then mined as `sentkit mine` does: k-NN forward and backward
+(`--index`: a preset or a FAISS factory string; auto is exact up to --flat-max squared), margin scores,
+max retrieval, the TSV. Each stage reports wall and CPU seconds and the peak resident memory while it
+ran (sampled every 20 ms); each exact search its GFLOP/s as a fraction of the fastest dtype's measured
+bound; each approximate search the recall@k that mining measured. Then, on a sample of queries, how
+often exact search and the run's index have the planted translation among the k neighbours, and the F1
+of the mined pairs against the planted ones. Writes bench/out/mine_scale.json.
 
-    python bench/mine_scale.py [--sizes 100000,1000000] [--dim 384] [--threads 2] [--flat-max 250000]
-    python bench/mine_scale.py --small    # 5,000 x 5,000 and an IVF-PQ recall check: the script runs
+    python bench/mine_scale.py [--sizes 100000,1000000] [--dim 384] [--threads 2] [--index auto]
+    python bench/mine_scale.py --small    # 5,000 x 5,000: the script runs
 """
 
 from __future__ import annotations
@@ -32,11 +36,14 @@ from bitext_mining import planted_bitext  # noqa: E402
 
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
 from sentkit.corpus.shards import ShardSettings  # noqa: E402
+from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
+from sentkit.mining.gemm import cpu_flags, matmul_gflops, native_bf16  # noqa: E402
+from sentkit.mining.index_spec import parse_index  # noqa: E402
 from sentkit.mining.margin import candidate_scores  # noqa: E402
 from sentkit.mining.mine import Mined, write_pairs  # noqa: E402
 from sentkit.mining.retrieval import select_pairs  # noqa: E402
-from sentkit.mining.search import IndexConfig, flat_search, ivfpq_search, search  # noqa: E402
-from sentkit.mining.vectors import ArrayVectors, ShardVectors  # noqa: E402
+from sentkit.mining.search import IndexConfig, search  # noqa: E402
+from sentkit.mining.vectors import ShardVectors  # noqa: E402
 from sentkit.tasks.bitext import best_threshold, prf_at_threshold  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "mine_scale.json"
@@ -102,41 +109,54 @@ def write_side(folder: Path, vectors: np.ndarray, prefix: str, shard_size: int) 
     return ShardVectors(folder)
 
 
-def recall_at_k(
-    x, y, k: int, config: IndexConfig, sample: int, seed: int, ivf_nn: np.ndarray | None, gold: np.ndarray
-) -> dict:
-    """Recall@k of IVF-PQ against exact search for `sample` random queries (IVF-PQ built here unless the
-    mining run already used it: then its neighbour lists `ivf_nn` are compared), and how often each search
-    has a sampled query's planted translation among its k neighbours. Rows without a translation have
-    near-tied unrelated neighbours, which no approximate index ranks exactly: recall@k is pessimistic there."""
+def machine_bound(dim: int) -> dict:
+    """The CPU flags and torch's float32 and bfloat16 product throughput at this dim (GFLOP/s); `bound`:
+    the fastest dtype's (bfloat16 counts only where the CPU has it natively)."""
+    flags = cpu_flags()
+    gflops = {
+        dtype: round(matmul_gflops(dtype, dim=dim, seconds=1.0), 1) for dtype in ("float32", "bfloat16")
+    }
+    usable = gflops if native_bf16(flags) else {"float32": gflops["float32"]}
+    fastest = max(usable, key=usable.get)
+    print(f"matmul GFLOP/s: {gflops}; CPU flags: {[f for f, on in flags.items() if on]}", flush=True)
+    return {
+        "cpu_flags": flags,
+        "matmul_gflops": gflops,
+        "bound_dtype": fastest,
+        "bound_gflops": usable[fastest],
+    }
+
+
+def of_bound(info: dict, bound: dict) -> dict:
+    """An exact search's GFLOP/s as a fraction of the machine's bound (empty for approximate searches)."""
+    if info["index"] != "flat" or not info["search_s"]:
+        return {}
+    return {"fraction_of_bound": round(info["gflop"] / info["search_s"] / bound["bound_gflops"], 3)}
+
+
+def planted_sample(x, y, k: int, nn: np.ndarray, gold: np.ndarray, sample: int, seed: int) -> dict:
+    """On `sample` random queries: how often exact search and the run's neighbour lists `nn` have the
+    planted translation among the k neighbours, and the run's recall@k against exact search."""
     rows = np.sort(np.random.default_rng(seed).choice(x.n, size=min(sample, x.n), replace=False))
-    queries = ArrayVectors(x.take(rows), [""] * len(rows), [""] * len(rows))
     start = time.perf_counter()
-    _, exact = flat_search(queries, y, k)
+    _, exact, _ = exact_search(UnitRows(x.take(rows)), y, k)
     exact_s = time.perf_counter() - start
-    info = {}
-    if ivf_nn is None:
-        _, ivf_rows, info = ivfpq_search(queries, y, k, config)
-    else:
-        ivf_rows = ivf_nn[rows]
-    hits = [len(set(a) & set(b)) for a, b in zip(exact, ivf_rows)]
+    run = nn[rows]
     planted = gold[rows] >= 0
     return {
         "planted_found_exact": round(
             float(np.mean([g in e for g, e in zip(gold[rows][planted], exact[planted])])), 4
         ),
-        "planted_found_ivfpq": round(
-            float(np.mean([g in e for g, e in zip(gold[rows][planted], ivf_rows[planted])])), 4
+        "planted_found_run": round(
+            float(np.mean([g in e for g, e in zip(gold[rows][planted], run[planted])])), 4
         ),
         "queries": len(rows),
-        f"recall_at_{k}": round(float(np.mean(hits)) / k, 4),
-        "recall_at_1": round(float(np.mean(exact[:, 0] == ivf_rows[:, 0])), 4),
+        f"recall_at_{k}": round(float(np.mean([len(set(a) & set(b)) for a, b in zip(exact, run)])) / k, 4),
         "exact_search_s": round(exact_s, 2),
-        "ivfpq": {key: v for key, v in info.items() if key != "metric"},
     }
 
 
-def run_size(n: int, args, work: Path) -> dict:
+def run_size(n: int, args, work: Path, bound: dict) -> dict:
     print(f"{n} x {n}, dim {args.dim}", flush=True)
     meter = StageMeter()
     with meter.stage("generate"):
@@ -145,11 +165,26 @@ def run_size(n: int, args, work: Path) -> dict:
         xs = write_side(work / f"x{n}", x, "src", args.shard_size)
         ys = write_side(work / f"y{n}", y, "tgt", args.shard_size)
     del x, y
-    config = IndexConfig(kind=args.index, flat_max=args.flat_max, nprobe=args.nprobe, refine=args.refine)
+    config = IndexConfig(
+        kind=args.index,
+        flat_max=args.flat_max,
+        nprobe=args.nprobe,
+        refine=args.refine,
+        exact_dtype=args.exact_dtype,
+        recall_queries=args.recall_queries,
+        seed=args.seed,
+    )
     with meter.stage("knn_forward"):
         x_sims, x_nn, fwd = search(xs, ys, args.k, config)
     with meter.stage("knn_backward"):
         y_sims, y_nn, bwd = search(ys, xs, args.k, config)
+    for direction, info in (("forward", fwd), ("backward", bwd)):
+        info |= of_bound(info, bound)
+        print(
+            f"  {direction}: {info['factory']} {info.get('dtype', '')} "
+            f"{info.get('fraction_of_bound', '')} {info.get('recall', '')}",
+            flush=True,
+        )
     neighbours = (x_sims, x_nn, y_sims, y_nn)
     with meter.stage("margin"):
         x_scores, y_scores = candidate_scores(neighbours, "margin")
@@ -161,12 +196,11 @@ def run_size(n: int, args, work: Path) -> dict:
     correct = gold[src] == tgt
     n_gold = int((gold >= 0).sum())
     p, r, f = prf_at_threshold(score, correct, n_gold, best_threshold(score, correct, n_gold))
-    with meter.stage("recall_sample"):
-        ivf_nn = x_nn if fwd["index"] == "ivfpq" else None
-        recall = recall_at_k(xs, ys, args.k, config, args.recall_queries, args.seed, ivf_nn, gold)
+    with meter.stage("planted_sample"):
+        sample = planted_sample(xs, ys, args.k, x_nn, gold, args.recall_queries, args.seed)
     print(
-        f"  recall@{args.k} IVF-PQ vs exact: {recall[f'recall_at_{args.k}']}; planted translation in the k-NN: "
-        f"exact {recall['planted_found_exact']}, IVF-PQ {recall['planted_found_ivfpq']}; planted F1 {f:.2f}",
+        f"  planted translation in the k-NN: exact {sample['planted_found_exact']}, this run "
+        f"{sample['planted_found_run']}; recall@{args.k} {sample[f'recall_at_{args.k}']}; planted F1 {f:.2f}",
         flush=True,
     )
     return {
@@ -178,7 +212,7 @@ def run_size(n: int, args, work: Path) -> dict:
         "precision": round(p, 2),
         "recall": round(r, 2),
         "f1": round(f, 2),
-        "recall_ivfpq_vs_exact": recall,
+        "planted_sample": sample,
     }
 
 
@@ -189,14 +223,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--paired", type=float, default=0.1)
     parser.add_argument("--noise", type=float, default=1.0)
-    parser.add_argument("--index", default="auto", choices=["auto", "flat", "ivfpq"])
+    parser.add_argument(
+        "--index", default="auto", type=parse_index, help="a preset or a FAISS factory string"
+    )
     parser.add_argument("--flat-max", type=int, default=250_000)
-    parser.add_argument("--nprobe", type=int, default=32)
+    parser.add_argument("--exact-dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    parser.add_argument("--nprobe", type=int, default=None)
     parser.add_argument(
         "--refine", type=int, default=4, help="IVF-PQ candidates per neighbour, re-scored exactly"
     )
     parser.add_argument("--shard-size", type=int, default=100_000)
-    parser.add_argument("--recall-queries", type=int, default=2000)
+    parser.add_argument("--recall-queries", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="FAISS/OpenMP threads (default: all cores)")
     parser.add_argument("--small", action="store_true", help="5,000 x 5,000, 1,000-row shards")
@@ -208,19 +245,24 @@ def main(argv: list[str] | None = None) -> dict:
     import faiss
 
     if args.threads:
+        import torch
+
         faiss.omp_set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.small:
         sizes, args.shard_size, args.recall_queries = [5000], 1000, 500
+    bound = machine_bound(args.dim)
     work = args.work or Path(tempfile.mkdtemp(prefix="mine_scale_"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        runs = [run_size(n, args, work) for n in sizes]
+        runs = [run_size(n, args, work, bound) for n in sizes]
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     result = {
-        "what": "sentkit.mining on planted synthetic vectors from shard folders: k-NN both ways, margin, max",
+        "what": "sentkit.mining on planted synthetic vectors from shard folders: k-NN both ways, margin, max; "
+        "the machine's matrix-product bound per dtype",
         "dim": args.dim,
         "k": args.k,
         "paired": args.paired,
@@ -228,6 +270,7 @@ def main(argv: list[str] | None = None) -> dict:
         "flat_max": args.flat_max,
         "threads": args.threads or os.cpu_count(),
         "gpus": faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0,
+        **bound,
         "runs": runs,
         "load_average_1min": os.getloadavg()[0],
         **provenance(faiss=faiss.__version__),

@@ -226,13 +226,24 @@ def test_mine_scale_runs_every_stage_on_a_small_size(tmp_path):
         "margin",
         "retrieve_max",
         "write_tsv",
-        "recall_sample",
+        "planted_sample",
     ]
-    assert run["index"]["forward"]["index"] == "flat" and run["recall_ivfpq_vs_exact"]["queries"] == 200
-    recall = run["recall_ivfpq_vs_exact"]
-    assert recall["planted_found_exact"] == 1.0  # at this noise a translation is always among its 4 exact NN
-    assert 0.5 < recall["planted_found_ivfpq"] <= 1.0 and 0 < recall["recall_at_4"] <= 1.0
+    forward = run["index"]["forward"]
+    assert forward["index"] == "flat" and forward["dtype"] in ("float32", "bfloat16")
+    assert 0 < forward["fraction_of_bound"] and result["bound_gflops"] > 0
+    assert set(result["matmul_gflops"]) == {"float32", "bfloat16"}
+    assert {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"} <= set(result["cpu_flags"])
+    sample = run["planted_sample"]
+    assert sample["queries"] == 200 and sample["recall_at_4"] == 1.0  # exact search against itself
+    assert (
+        sample["planted_found_exact"] == sample["planted_found_run"] == 1.0
+    )  # at this noise: always in the 4-NN
     assert run["f1"] > 80 and run["planted_pairs"] == 200
+    # an approximate index: mining measured its recall against exact search
+    approx = bench.main(argv + ["--index", "IVF16,Flat", "--nprobe", "4", "--out", str(tmp_path / "a.json")])
+    forward = approx["runs"][0]["index"]["forward"]
+    assert forward["factory"] == "IVF16,Flat" and forward["recall"]["queries"] == 200
+    assert 0.3 < forward["recall"]["recall_at_k"] <= 1.0 and "fraction_of_bound" not in forward
     assert json.loads(out.read_text())["runs"][0]["n"] == 2000
 
 

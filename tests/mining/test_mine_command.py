@@ -161,8 +161,12 @@ def test_mine_command_finds_the_bucc_task_pairs(data_root, tmp_path):
     _, rows = _rows(out)
     mined = [(int(r[1].rsplit(":", 1)[1]) - 1, int(r[2].rsplit(":", 1)[1]) - 1) for r in rows]
     assert len(mined) == len(task_src) > 500
-    assert mined == list(zip(task_src.tolist(), task_tgt.tolist()))
+    # the same pairs; mine scores with float64 sums of the float32 vectors, the task with FAISS's float32
+    # sums, so pairs whose scores agree to 1e-6 may come out in either order
+    assert set(mined) == set(zip(task_src.tolist(), task_tgt.tolist()))
     np.testing.assert_allclose([float(r[0]) for r in rows], task_score, atol=1e-5)
+    swapped = [i for i, pair in enumerate(zip(task_src.tolist(), task_tgt.tolist())) if mined[i] != pair]
+    assert len(swapped) < 5 and np.ptp(task_score[swapped]) < 1e-6 if swapped else True
 
 
 @pytest.mark.slow

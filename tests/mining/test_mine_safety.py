@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 
 import numpy as np
@@ -308,8 +309,11 @@ def test_faiss_training_chatter_becomes_one_warning_and_a_sidecar_record(capfd):
         mined = mine(x, y, config)
     assert len(caught) == 1
     message = str(caught[0].message)
-    assert "256 centroids from 1100 points (FAISS asks for 9984)" in message and "forward IVF" in message
-    assert "256 centroids from 1200 points" in message and "backward IVF" in message
+    assert (
+        "256 centroids from 1100 points (FAISS asks for 9984)" in message
+        and "forward OPQ8,IVF28,PQ8" in message
+    )
+    assert "256 centroids from 1200 points" in message and re.search(r"backward OPQ8,IVF\d+,PQ8", message)
     assert "WARNING clustering" not in capfd.readouterr().err
     forward = mined.info["index"]["forward"]["training_warnings"]
     assert [(w["points"], w["centroids"], w["wanted"]) for w in forward] == [(1100, 256, 9984)]
@@ -325,7 +329,10 @@ def test_mine_command_prints_one_sentkit_line_for_faiss_training_warnings(tmp_pa
     )
     err = capfd.readouterr().err
     assert "WARNING clustering" not in err
-    assert err.count("sentkit: warning: IVF-PQ trained on too few rows") == 1 and err.count("\n") == 1
+    assert (
+        err.count("sentkit: warning: the index's k-means trained on too few rows") == 1
+        and err.count("\n") == 1
+    )
     sidecar = json.loads((tmp_path / "pairs.tsv.json").read_text())
     assert sidecar["index"]["backward"]["training_warnings"][0]["points"] == 1100
 

@@ -1,7 +1,8 @@
 """Bitext mining: k-NN both ways with FAISS, margin scoring, candidate retrieval.
 
 margin.py scores candidates (Artetxe & Schwenk 2019), retrieval.py picks pairs from them (max, union,
-intersect), search.py finds the neighbours over sharded vectors (exact flat or IVF-PQ), vectors.py
+intersect), search.py finds the neighbours over sharded vectors (exact.py: blocked matrix products;
+approximate.py: a FAISS index, re-scored exactly; recall.py: its recall measured), vectors.py
 reads vectors from memory or from an encoded shard folder, mine.py runs the pipeline and writes pairs.
 The BUCC task (sentkit.tasks.bitext) scores and retrieves with the same margin.py and retrieval.py.
 """

@@ -7,9 +7,14 @@ import math
 from collections.abc import Callable
 
 from sentkit.corpus.readers import FORMATS
+from sentkit.errors import InvalidArgument
+from sentkit.mining.approximate import DEFAULT_EF_SEARCH, DEFAULT_NPROBE
+from sentkit.mining.exact import DTYPES
+from sentkit.mining.index_spec import FACTORY_EXAMPLES, PRESETS, parse_index
 from sentkit.mining.margin import DEFAULT_K, SCORINGS
+from sentkit.mining.recall import RECALL_QUERIES
 from sentkit.mining.retrieval import RETRIEVALS
-from sentkit.mining.search import FLAT_MAX, INDEX_KINDS, IndexConfig
+from sentkit.mining.search import FLAT_MAX, IndexConfig
 
 
 def add_mine_parser(sub, positive_int) -> None:
@@ -44,21 +49,7 @@ def add_mine_parser(sub, positive_int) -> None:
         default=None,
         help="keep pairs scoring at least this (margin: 1.04-1.06)",
     )
-    mine.add_argument(
-        "--index", choices=INDEX_KINDS, default="auto", help="auto: flat up to --flat-max keys, else ivfpq"
-    )
-    mine.add_argument(
-        "--flat-max", type=positive_int, default=FLAT_MAX, help=f"largest side searched exactly ({FLAT_MAX})"
-    )
-    mine.add_argument("--nlist", type=positive_int, default=None, help="IVF lists (default about 4 sqrt(n))")
-    mine.add_argument("--pq-m", type=positive_int, default=None, help="PQ sub-quantizers (default dim/8)")
-    mine.add_argument("--nprobe", type=positive_int, default=32, help="IVF lists visited per query (32)")
-    mine.add_argument(
-        "--refine",
-        type=positive_int,
-        default=4,
-        help="IVF-PQ candidates per neighbour, re-scored exactly (4)",
-    )
+    add_index_arguments(mine, positive_int)
     mine.add_argument("--batch-size", type=positive_int, default=64)
     mine.add_argument("--input-format", choices=("auto", *FORMATS), default="auto")
     mine.add_argument("--text-field", default="text", help="JSONL key / parquet column holding the text")
@@ -75,6 +66,71 @@ def finite_float(text: str) -> float:
     return value
 
 
+def add_index_arguments(parser, positive_int) -> None:
+    """The flags that choose and tune the k-NN search (sentkit.mining.search)."""
+    parser.add_argument(
+        "--index",
+        type=_index_choice,
+        default="auto",
+        help=f"{', '.join(PRESETS)} or a FAISS factory string ({FACTORY_EXAMPLES}); auto: flat up to "
+        "--flat-max, else ivfpq",
+    )
+    parser.add_argument(
+        "--flat-max",
+        type=positive_int,
+        default=FLAT_MAX,
+        help=f"auto: exact search while src rows x tgt rows <= N^2 ({FLAT_MAX})",
+    )
+    parser.add_argument(
+        "--exact-dtype",
+        choices=DTYPES,
+        default="auto",
+        help="exact search products: bfloat16 candidates are re-scored and checked in float32 (auto: "
+        "bfloat16 where the CPU has it natively and it is faster)",
+    )
+    parser.add_argument(
+        "--nlist", type=positive_int, default=None, help="ivfpq: IVF lists (about 16 sqrt(n))"
+    )
+    parser.add_argument("--pq-m", type=positive_int, default=None, help="ivfpq: PQ sub-quantizers (64)")
+    parser.add_argument(
+        "--nprobe", type=positive_int, default=None, help=f"IVF lists visited per query ({DEFAULT_NPROBE})"
+    )
+    parser.add_argument(
+        "--ef-search",
+        type=positive_int,
+        default=None,
+        help=f"HNSW candidates per query ({DEFAULT_EF_SEARCH})",
+    )
+    parser.add_argument(
+        "--refine",
+        type=positive_int,
+        default=4,
+        help="approximate index: candidates per neighbour, re-scored exactly (4)",
+    )
+    parser.add_argument(
+        "--recall-queries",
+        type=positive_int,
+        default=RECALL_QUERIES,
+        help=f"approximate index: queries sampled to measure recall@k against exact search ({RECALL_QUERIES})",
+    )
+    parser.add_argument(
+        "--seed", type=_seed, default=0, help="seed of the index's training sample and the recall sample (0)"
+    )
+
+
+def _index_choice(text: str) -> str:
+    try:
+        return parse_index(text)
+    except InvalidArgument as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--index ")) from None
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit() or int(text) >= 2**32:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**32-1, got {text!r}")
+    return int(text)
+
+
 def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) -> int:
     """`sentkit mine`: `model` is the name to load (with any @int8 suffix; None to mine encoded shards),
     `load_model` the command line's loader."""
@@ -86,7 +142,11 @@ def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) 
         nlist=args.nlist,
         pq_m=args.pq_m,
         nprobe=args.nprobe,
+        ef_search=args.ef_search,
         refine=args.refine,
+        seed=args.seed,
+        exact_dtype=args.exact_dtype,
+        recall_queries=args.recall_queries,
     )
     config = MineConfig(
         k=args.k, scoring=args.scoring, retrieval=args.retrieval, threshold=args.threshold, index=index

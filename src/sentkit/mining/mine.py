@@ -24,8 +24,9 @@ from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
 from sentkit.mining.native_stderr import captured_stderr, pass_through, too_few_training_points
 from sentkit.mining.output_guard import check_outputs
+from sentkit.mining.recall import report_recall
 from sentkit.mining.retrieval import select_pairs
-from sentkit.mining.search import IndexConfig, search
+from sentkit.mining.search import IndexConfig, check_index, search
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
 from sentkit.mining.vectors import ShardVectors
 from sentkit.provenance import machine_info, package_versions
@@ -57,18 +58,22 @@ class Mined:
     info: dict
 
 
-def mine(x, y, config: MineConfig = MineConfig()) -> Mined:
-    """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring."""
+def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | None = None) -> Mined:
+    """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring.
+    An approximate index's measured recall goes to `log`, and a low one to a DataWarning."""
+    check_index(config.index, x.dim)  # before either search starts
     timings: dict[str, float] = {}
     start = time.perf_counter()
     x_sims, x_nn, fwd = _quiet_search(x, y, config)  # (nx, k): y neighbours of each x
     timings["knn_forward_s"] = round(time.perf_counter() - start, 2)
+    report_recall(fwd, "forward", log)
     start = time.perf_counter()
     y_sims, y_nn, bwd = _quiet_search(y, x, config)  # (ny, k): x neighbours of each y
     timings["knn_backward_s"] = round(time.perf_counter() - start, 2)
     _warn_about_training({"forward": fwd, "backward": bwd})
     # k is capped by the other side's rows: record the k each direction searched with
     fwd["k"], bwd["k"] = int(x_sims.shape[1]), int(y_sims.shape[1])
+    report_recall(bwd, "backward", log)
     neighbours = (x_sims, x_nn, y_sims, y_nn)
     start = time.perf_counter()
     x_scores, y_scores = candidate_scores(neighbours, config.scoring)
@@ -108,7 +113,7 @@ def _warn_about_training(index: dict) -> None:
     ]
     if notes:
         warnings.warn(
-            f"IVF-PQ trained on too few rows ({'; '.join(notes)}): its recall may be low; "
+            f"the index's k-means trained on too few rows ({'; '.join(notes)}): its recall may be low; "
             "--index flat searches exactly (recorded in the sidecar's index.*.training_warnings)",
             DataWarning,
             stacklevel=3,
@@ -211,7 +216,7 @@ def mine_files(
         if skipped[name]["blank_rows"] or skipped[name]["zero_vector_rows"]:
             log(f"{paths[name]}: {_skipped_line(skipped[name])} not mined")
     x, y = sides["src"], sides["tgt"]
-    mined = mine(x, y, request.config)
+    mined = mine(x, y, request.config, log)
     start = time.perf_counter()
     write_pairs(request.out, mined, x, y)
     timings |= mined.info["timings"] | {"write_s": round(time.perf_counter() - start, 2)}

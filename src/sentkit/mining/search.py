@@ -1,77 +1,139 @@
-"""Cosine k-NN over vectors too large for one array: exact per-block search merged, or one IVF-PQ index.
+"""Cosine k-NN over vectors too large for one array: which search runs, and the record of what it did.
 
-Exact ("flat"): each block of keys (a shard) gets its own inner-product index; every query's top k from
-each block are merged into its running top k. The k best over all blocks are among the union of each
-block's k best, so the merge returns exactly the global top k (test: equal to one global search).
+`--index` names a preset or a FAISS factory string (index_spec.py):
 
-Approximate ("ivfpq", above `flat_max` keys): one IVF-PQ index (inverted lists over a k-means coarse
-quantizer, product-quantized residuals) trained on a sample of the keys, holding every key; it returns
-`refine` x k candidates per query, which are re-scored with the exact cosine and cut to the best k, so
-margins are computed from exact similarities. Queries left with fewer than k candidates (too few keys in
-the probed lists) are searched exactly.
+- `flat`: exact, blocked matrix products at the machine's speed (exact.py; bfloat16 candidates verified
+  and re-scored in float32 where the CPU multiplies bfloat16 natively and faster);
+- `faiss-flat`: exact, one FAISS inner-product index per block of keys, each query's top k from every
+  block merged (the k best over all blocks are among the union of each block's k best);
+- `ivfpq`: stopes' (NLLB's) setting, `OPQ64,IVF<about 16 sqrt(n)>,PQ64` with nprobe 128;
+- a factory string (`IVF4096,Flat`, `HNSW32`, ...): that index (approximate.py);
+- `auto`: `flat` while src rows x tgt rows <= flat_max^2, `ivfpq` above.
+
+Every result is scored by the same exact similarity (exact.exact_scores), whichever search found it, and
+every approximate search has its recall@k against exact search measured on sampled queries (recall.py).
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from sentkit.errors import InvalidArgument
+from sentkit.mining.approximate import approximate_search
+from sentkit.mining.exact import DTYPES, exact_scores, exact_search, merge_topk
+from sentkit.mining.index_spec import (
+    PRESETS,
+    check_factory_dim,
+    parse_index,
+    preset_nlist,
+    preset_pq_m,
+)
+from sentkit.mining.recall import RECALL_QUERIES, sampled_recall
 
-FLAT_MAX = 250_000  # keys searched exactly up to this many (a 2-core CPU does 250k x 250k x 384 in minutes)
+# auto searches exactly up to FLAT_MAX x FLAT_MAX rows: both directions of 250k x 250k at 384 dims are
+# 2 x 2 x 250k^2 x 384 = 9.6e13 FLOP, about 10 minutes at the 160 GFLOP/s of float32 products measured on
+# 2 AVX-512 cores (5 with their 315 in bfloat16); 1M x 1M would be 16 x that, hours.
+FLAT_MAX = 250_000
 IVF_MIN_KEYS = 1000  # fewer keys cannot train 256 8-bit PQ centroids per sub-quantizer meaningfully
-INDEX_KINDS = ("auto", "flat", "ivfpq")
 
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """How one side's keys are indexed; `None` fields are derived from the key count and dim."""
+    """How one side's keys are searched; `None` fields are derived from the key count and dim."""
 
-    kind: str = "auto"
-    flat_max: int = FLAT_MAX
-    nlist: int | None = None  # inverted lists: about 4 sqrt(n), a power of two
-    pq_m: int | None = None  # PQ sub-quantizers of 8 bits: dim/8, 8 dims each (must divide dim)
-    nprobe: int = 32
-    train_size: int | None = None  # keys sampled for training: 50 per list, at least 20k
-    refine: int = 4  # candidates fetched per wanted neighbour, re-scored exactly
-    seed: int = 0
-    query_block: int = (
-        4096  # queries per IVF search: the exact re-scoring gathers query_block x refine x k rows
-    )
+    kind: str = "auto"  # a preset (index_spec.PRESETS) or a FAISS factory string
+    flat_max: int = FLAT_MAX  # auto: exact while queries x keys <= flat_max^2
+    nlist: int | None = None  # ivfpq preset: inverted lists (about 16 sqrt(n), a power of two, <= n/39)
+    pq_m: int | None = None  # ivfpq preset: OPQ/PQ sub-quantizers of 8 bits (64 where it divides the dim)
+    nprobe: int | None = None  # IVF lists visited per query (128)
+    ef_search: int | None = None  # HNSW candidate list per query (128)
+    refine: int = 4  # candidates fetched per wanted neighbour from an approximate index, re-scored exactly
+    train_size: int | None = None  # rows sampled for training (50 per list, at least 65,536)
+    seed: int = 0  # training sample, k-means, recall sample
+    exact_dtype: str = "auto"  # product dtype of exact search: auto, float32, bfloat16
+    recall_queries: int = RECALL_QUERIES  # queries sampled to measure an approximate index's recall
+    query_block: int = 4096  # queries per approximate search call (bounds the re-scoring gather)
 
 
 def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[np.ndarray, np.ndarray, dict]:
     """(sims (nq, k'), indices (nq, k'), info) with k' = min(k, keys.n), best first; `queries` and `keys`
-    are vector sets (sentkit.mining.vectors). `info` records the index used and its timings."""
-    if config.kind not in INDEX_KINDS:
-        raise ValueError(f"index must be one of {', '.join(INDEX_KINDS)}, got {config.kind!r}")
+    are vector sets (sentkit.mining.vectors). `info` records the index used, its timings and, for an
+    approximate index, its measured recall."""
     if queries.dim != keys.dim:
         raise ValueError(f"queries have dim {queries.dim}, keys have dim {keys.dim}")
+    check_index(config, keys.dim)
+    kind, reason = resolve_kind(config, queries.n, keys.n, keys.dim)
+    if kind == "flat":
+        sims, idx, info = exact_search(queries, keys, k, config.exact_dtype)
+    elif kind == "faiss-flat":
+        start = time.perf_counter()
+        sims, idx = faiss_flat_search(queries, keys, k)
+        info = {"index": "faiss-flat", "factory": "Flat", "metric": "inner product", "gpus": _gpus()}
+        info |= {"keys": keys.n, "search_s": round(time.perf_counter() - start, 2)}
+    else:
+        sims, idx, info = approximate_search(
+            queries,
+            keys,
+            k,
+            kind,
+            nprobe=config.nprobe,
+            ef_search=config.ef_search,
+            refine=config.refine,
+            train_rows=config.train_size,
+            seed=config.seed,
+            query_block=config.query_block,
+        )
+        info["recall"] = sampled_recall(
+            queries, keys, sims, idx, config.recall_queries, config.seed, config.exact_dtype
+        )
+    return sims, idx, {"asked": config.kind, "chosen_because": reason, **info}
+
+
+def check_index(config: IndexConfig, dim: int) -> None:
+    """Refuse (one line) an index kind or exact dtype that cannot work, before any search runs."""
+    parse_index(config.kind)
+    if config.exact_dtype not in DTYPES:
+        raise InvalidArgument(f"--exact-dtype must be one of {', '.join(DTYPES)}, got {config.exact_dtype!r}")
+    if config.kind not in PRESETS:
+        check_factory_dim(config.kind, dim)
+    if config.kind == "ivfpq" and config.pq_m and dim % config.pq_m:
+        raise InvalidArgument(f"--pq-m {config.pq_m} must divide the vector dim {dim}")
+
+
+def resolve_kind(config: IndexConfig, nq: int, nk: int, dim: int) -> tuple[str, str]:
+    """(what runs: "flat", "faiss-flat" or a factory string, why) for nq queries over nk keys."""
     kind = config.kind
     if kind == "auto":
-        kind = "flat" if keys.n <= max(config.flat_max, IVF_MIN_KEYS - 1) else "ivfpq"
-    if kind == "flat":
-        start = time.perf_counter()
-        sims, idx = flat_search(queries, keys, k)
-        info = {"index": "flat", "factory": "Flat", "metric": "inner product", "gpus": _gpus()}
-        return sims, idx, info | {"keys": keys.n, "search_s": round(time.perf_counter() - start, 2)}
-    return ivfpq_search(queries, keys, k, config)
+        if nq * nk <= config.flat_max**2 or nk < IVF_MIN_KEYS:
+            return "flat", f"auto: {nq} x {nk} rows is within --flat-max {config.flat_max} squared"
+        kind, reason = "ivfpq", f"auto: {nq} x {nk} rows exceeds --flat-max {config.flat_max} squared"
+    else:
+        reason = "asked for"
+    if kind == "Flat":
+        return "faiss-flat", reason
+    if kind in ("flat", "faiss-flat"):
+        return kind, reason
+    if kind == "ivfpq":
+        return ivfpq_factory(nk, dim, config), reason
+    return kind, reason
 
 
-def merge_topk(best_s: np.ndarray, best_i: np.ndarray, new_s: np.ndarray, new_i: np.ndarray) -> None:
-    """Merge a block's (n, kb) results into the running (n, k) top k, in place; ties keep the earlier block."""
-    s = np.concatenate([best_s, new_s], axis=1)  # (n, k + kb)
-    i = np.concatenate([best_i, new_i], axis=1)
-    order = np.argsort(-s, axis=1, kind="stable")[:, : best_s.shape[1]]  # (n, k)
-    best_s[:] = np.take_along_axis(s, order, axis=1)
-    best_i[:] = np.take_along_axis(i, order, axis=1)
+def ivfpq_factory(n: int, dim: int, config: IndexConfig) -> str:
+    """The ivfpq preset's factory string for n keys: `OPQ<m>,IVF<nlist>,PQ<m>`."""
+    if n < IVF_MIN_KEYS:
+        raise InvalidArgument(
+            f"an IVF-PQ index needs at least {IVF_MIN_KEYS} keys, this side has {n}; use --index flat"
+        )
+    m = config.pq_m or preset_pq_m(dim)
+    return f"OPQ{m},IVF{config.nlist or preset_nlist(n)},PQ{m}"
 
 
-def flat_search(queries, keys, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top k by inner product of normalised rows: one flat index per key block, results merged."""
+def faiss_flat_search(queries, keys, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top k with FAISS: one flat inner-product index per key block, each block's top k re-scored
+    with exact_scores (the similarity every search path reports) and merged."""
     import faiss
 
     k = min(k, keys.n)
@@ -82,89 +144,17 @@ def flat_search(queries, keys, k: int) -> tuple[np.ndarray, np.ndarray]:
         index.add(key_block)
         kb = min(k, len(key_block))
         for q_start, q_block in queries.blocks():
-            sims, idx = index.search(q_block, kb)  # (b, kb) each
+            _, idx = index.search(q_block, kb)  # (b, kb)
+            sims = exact_scores(q_block, key_block[idx])  # (b, kb)
+            order = np.lexsort((idx, -sims), axis=1)
             rows = slice(q_start, q_start + len(q_block))
-            merge_topk(best_s[rows], best_i[rows], sims, idx + key_start)
+            merge_topk(
+                best_s[rows],
+                best_i[rows],
+                np.take_along_axis(sims, order, axis=1),
+                np.take_along_axis(idx, order, axis=1) + key_start,
+            )
     return best_s, best_i
-
-
-def ivfpq_params(n: int, dim: int, config: IndexConfig) -> dict:
-    """nlist, pq_m, nprobe and the training sample size for `n` keys of `dim` dimensions."""
-    if n < IVF_MIN_KEYS:
-        raise InvalidArgument(
-            f"an IVF-PQ index needs at least {IVF_MIN_KEYS} keys, this side has {n}; use flat"
-        )
-    nlist = config.nlist or 2 ** round(math.log2(max(4 * math.sqrt(n), 16)))
-    nlist = max(1, min(nlist, n // 39))  # FAISS's k-means wants at least 39 training points per list
-    pq_m = config.pq_m or max(d for d in range(1, max(1, dim // 8) + 1) if dim % d == 0)
-    if dim % pq_m:
-        raise ValueError(f"pq_m {pq_m} must divide the vector dim {dim}")
-    train = min(n, config.train_size or max(50 * nlist, 20_000))
-    return {
-        "nlist": nlist,
-        "pq_m": pq_m,
-        "nbits": 8,
-        "nprobe": min(config.nprobe, nlist),
-        "train_size": train,
-    }
-
-
-def ivfpq_search(queries, keys, k: int, config: IndexConfig) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Approximate top k from an IVF-PQ index over all keys, candidates re-scored exactly (module docstring)."""
-    import faiss
-
-    k = min(k, keys.n)
-    params = ivfpq_params(keys.n, keys.dim, config)
-    factory = f"IVF{params['nlist']},PQ{params['pq_m']}"
-    timings = {}
-    start = time.perf_counter()
-    rng = np.random.default_rng(config.seed)
-    sample = np.sort(rng.choice(keys.n, size=params["train_size"], replace=False))
-    index = faiss.index_factory(keys.dim, factory, faiss.METRIC_INNER_PRODUCT)
-    ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
-    ivf.cp.seed = ivf.pq.cp.seed = config.seed  # k-means seeding: the same keys give the same index
-    # polysemous codes (Hamming pre-filtering) are not searched here; their training dominated build time
-    ivf.do_polysemous_training = False
-    index.train(keys.take(sample))
-    timings["train_s"] = round(time.perf_counter() - start, 2)
-    start = time.perf_counter()
-    for _, block in keys.blocks():
-        index.add(block)
-    timings["add_s"] = round(time.perf_counter() - start, 2)
-    ivf.nprobe = params["nprobe"]
-    start = time.perf_counter()
-    fetch = min(keys.n, max(k, config.refine * k))
-    best_s = np.empty((queries.n, k), dtype=np.float32)
-    best_i = np.empty((queries.n, k), dtype=np.int64)
-    short = []
-    for q_start, q_block in _query_blocks(queries, config.query_block):
-        _, cand = index.search(q_block, fetch)  # (b, fetch) candidate key rows, -1 where lists ran out
-        exact = np.einsum(
-            "bd,bcd->bc", q_block, keys.take(np.maximum(cand, 0).ravel()).reshape(*cand.shape, -1)
-        )
-        exact[cand < 0] = -np.inf
-        order = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (b, k)
-        rows = slice(q_start, q_start + len(q_block))
-        best_s[rows] = np.take_along_axis(exact, order, axis=1)
-        best_i[rows] = np.take_along_axis(cand, order, axis=1)
-        short.extend(q_start + np.flatnonzero((best_i[rows] < 0).any(axis=1)))
-    timings["search_s"] = round(time.perf_counter() - start, 2)
-    if short:  # rare: an exact search for the queries whose probed lists held fewer than k keys
-        from sentkit.mining.vectors import ArrayVectors
-
-        rows = np.array(short)
-        few = ArrayVectors(queries.take(rows), [""] * len(rows), [""] * len(rows))
-        best_s[rows], best_i[rows] = flat_search(few, keys, k)
-    info = {"index": "ivfpq", "factory": factory, "metric": "inner product", "keys": keys.n, **params}
-    info |= {"refine": config.refine, "exact_fallback_queries": len(short), "seed": config.seed, **timings}
-    return best_s, best_i, info
-
-
-def _query_blocks(queries, rows: int):
-    """The query set in blocks of at most `rows` (bounds the re-scoring gather: rows x fetch x dim floats)."""
-    for start, block in queries.blocks():
-        for sub in range(0, len(block), rows):
-            yield start + sub, block[sub : sub + rows]
 
 
 def _gpus() -> int:
@@ -178,7 +168,3 @@ def _maybe_gpu(index):
     import faiss
 
     return faiss.index_cpu_to_all_gpus(index) if _gpus() > 0 else index
-
-
-def config_dict(config: IndexConfig) -> dict:
-    return asdict(config)

@@ -1,0 +1,146 @@
+"""Approximate cosine k-NN with one FAISS index (any factory string), every result re-scored exactly.
+
+The index is trained on a seeded sample of the keys and holds all of them. Each query fetches `refine` x k
+candidates, which are re-scored with the exact similarity (exact.exact_scores: the float32 vectors, not
+the index's compressed codes) and cut to the best k, so margins and their k-NN means use exact
+similarities. Queries left with fewer than k candidates (too few keys in the probed lists) are searched
+exactly. Recall against exact search is measured by the caller (recall.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sentkit.errors import InvalidArgument
+from sentkit.mining.exact import UnitRows, exact_scores, exact_search
+from sentkit.mining.index_spec import faiss_message, ivf_lists, uses_hnsw
+
+DEFAULT_NPROBE = (
+    128  # stopes (NLLB's mining) probes 128 lists; FAISS's own default of 1 loses most neighbours
+)
+DEFAULT_EF_SEARCH = 128  # HNSW candidate list per query (FAISS's default of 16 is for k = 1)
+TRAIN_PER_LIST = 50  # training rows per inverted list (FAISS's k-means warns below 39)
+TRAIN_MIN = 65_536  # rows for PQ / OPQ training (256 centroids x 256 rows, what FAISS samples to)
+TRAIN_MAX = 2_000_000  # cap: more lists than TRAIN_MAX / 39 get fewer rows each (FAISS then warns)
+TABLE_MAX_BYTES = 3 << 30  # float32 keys kept in memory for re-scoring; above, rows are read back per block
+
+
+def train_size(n: int, factory: str, asked: int | None = None) -> int:
+    """Rows sampled to train the index: `asked`, else 50 per IVF list, at least 65,536, at most
+    2,000,000 and at most n."""
+    if asked:
+        return min(n, asked)
+    return min(n, TRAIN_MAX, max(TRAIN_MIN, TRAIN_PER_LIST * (ivf_lists(factory) or 0)))
+
+
+def approximate_search(
+    queries,
+    keys,
+    k: int,
+    factory: str,
+    nprobe: int | None = None,
+    ef_search: int | None = None,
+    refine: int = 4,
+    train_rows: int | None = None,
+    seed: int = 0,
+    query_block: int = 4096,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(sims (nq, k'), rows (nq, k'), info), k' = min(k, keys.n), best first by exact similarity."""
+    import faiss
+
+    k = min(k, keys.n)
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    index = faiss.index_factory(keys.dim, factory, faiss.METRIC_INNER_PRODUCT)
+    _seed(index, seed)
+    lists = ivf_lists(factory)
+    if lists and keys.n < lists:
+        raise InvalidArgument(
+            f"--index {factory}: {lists} lists need at least {lists} rows to train (FAISS asks for 39 per "
+            f"list); the searched side has {keys.n}: use fewer lists or --index flat"
+        )
+    sample = 0
+    if not index.is_trained:
+        sample = train_size(keys.n, factory, train_rows)
+        rows = np.sort(np.random.default_rng(seed).choice(keys.n, size=sample, replace=False))
+        try:
+            index.train(keys.take(rows))
+        except RuntimeError as err:
+            raise InvalidArgument(
+                f"--index {factory}: training on {sample} rows failed ({faiss_message(err)})"
+            ) from None
+    timings["train_s"] = round(time.perf_counter() - start, 2)
+    start = time.perf_counter()
+    table = np.empty((keys.n, keys.dim), np.float32) if keys.n * keys.dim * 4 <= TABLE_MAX_BYTES else None
+    for key_start, block in keys.blocks():
+        index.add(block)
+        if table is not None:
+            table[key_start : key_start + len(block)] = block
+    timings["add_s"] = round(time.perf_counter() - start, 2)
+    params = _search_params(index, factory, nprobe, ef_search, k * refine)
+    start = time.perf_counter()
+    fetch = min(keys.n, max(k, refine * k))
+    best_s = np.empty((queries.n, k), dtype=np.float32)
+    best_i = np.empty((queries.n, k), dtype=np.int64)
+    short = []
+    for q_start, q_block in _query_blocks(queries, query_block):
+        _, cand = index.search(q_block, fetch)  # (b, fetch) key rows, -1 where the probed lists ran out
+        safe = np.maximum(cand, 0)
+        vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*cand.shape, -1)
+        exact = exact_scores(q_block, vectors)  # (b, fetch)
+        exact[cand < 0] = -np.inf
+        order = np.lexsort((cand, -exact), axis=1)[:, :k]  # (b, k) by exact score, then key row
+        rows = slice(q_start, q_start + len(q_block))
+        best_s[rows] = np.take_along_axis(exact, order, axis=1)
+        best_i[rows] = np.take_along_axis(cand, order, axis=1)
+        short.extend(q_start + np.flatnonzero((best_i[rows] < 0).any(axis=1)))
+    timings["search_s"] = round(time.perf_counter() - start, 2)
+    if short:  # rare: an exact search for the queries whose probed lists held fewer than k keys
+        rows = np.array(short)
+        best_s[rows], best_i[rows], _ = exact_search(UnitRows(queries.take(rows)), keys, k, "float32")
+    info = {"index": "approximate", "factory": factory, "metric": "inner product", "keys": keys.n}
+    info |= {"nlist": lists, **params, "train_size": sample, "fetched_per_query": fetch, "refine": refine}
+    info |= {"exact_fallback_queries": len(short), "seed": seed, **timings}
+    return best_s, best_i, info
+
+
+def _seed(index, seed: int) -> None:
+    """Seed the k-means of the coarse quantizer and the product quantizer (the same keys, the same index);
+    polysemous training (Hamming pre-filtering, not searched here) is skipped: it dominated build time."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is None:
+        return
+    ivf = faiss.downcast_index(ivf)
+    ivf.cp.seed = seed
+    if hasattr(ivf, "pq"):
+        ivf.pq.cp.seed = seed
+    if hasattr(ivf, "do_polysemous_training"):
+        ivf.do_polysemous_training = False
+
+
+def _search_params(index, factory: str, nprobe: int | None, ef_search: int | None, fetch: int) -> dict:
+    """Set nprobe (IVF; at most the list count) and efSearch (HNSW; at least the candidates fetched)."""
+    import faiss
+
+    space, params = faiss.ParameterSpace(), {}
+    lists = ivf_lists(factory)
+    if lists:
+        params["nprobe"] = min(nprobe or DEFAULT_NPROBE, lists)
+        space.set_index_parameter(index, "nprobe", params["nprobe"])
+    if uses_hnsw(factory):
+        params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, fetch)
+        # an HNSW coarse quantizer (IVFn_HNSWm) must find the nprobe nearest lists
+        name = "quantizer_efSearch" if lists else "efSearch"
+        space.set_index_parameter(index, name, max(params["ef_search"], params.get("nprobe", 0)))
+    return params
+
+
+def _query_blocks(queries, rows: int):
+    """The query set in blocks of at most `rows` (bounds the re-scoring gather: rows x fetch x dim floats)."""
+    for start, block in queries.blocks():
+        for sub in range(0, len(block), rows):
+            yield start + sub, block[sub : sub + rows]

@@ -1,0 +1,70 @@
+"""The machine's matrix-product speed: CPU flags that make bfloat16 native, and measured GFLOP/s per dtype.
+
+Exact search is one large matrix product, so its bound is what torch's matmul reaches here. bfloat16 halves
+the bytes and, on CPUs with avx512_bf16 or AMX, roughly doubles the FLOP/s; elsewhere torch emulates it and
+it is several times slower than float32, so it is chosen only where the flags say it is native and a short
+measurement confirms it is faster.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+# the flags of /proc/cpuinfo that matter for the products (amx_bf16: Intel AMX tiles with bfloat16)
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "amx_int8")
+BF16_MIN_SPEEDUP = 1.2  # bfloat16 candidates cost a float32 re-score: take them only when clearly faster
+
+
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, bool]:
+    """Which of CPU_FLAGS the first processor of `cpuinfo` lists (all False where it cannot be read)."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return dict.fromkeys(CPU_FLAGS, False)
+    flags: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.partition(":")[2].split())
+            break
+    return {flag: flag in flags for flag in CPU_FLAGS}
+
+
+def native_bf16(flags: dict[str, bool]) -> bool:
+    return flags.get("avx512_bf16", False) or flags.get("amx_bf16", False)
+
+
+def matmul_gflops(
+    dtype: str, rows: int = 2048, cols: int = 8192, dim: int = 384, seconds: float = 0.3
+) -> float:
+    """torch's (rows, dim) x (dim, cols) product in `dtype` ("float32" or "bfloat16"), GFLOP/s: repeated
+    for at least `seconds` after one warm-up product."""
+    import torch
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(rows, dim, generator=gen).to(torch_dtype)
+    b = torch.randn(cols, dim, generator=gen).to(torch_dtype)
+    torch.mm(a, b.T)
+    start, runs = time.perf_counter(), 0
+    while True:
+        torch.mm(a, b.T)
+        runs += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return 2 * rows * cols * dim * runs / elapsed / 1e9
+
+
+@functools.cache
+def exact_dtype_choice() -> tuple[str, str]:
+    """("float32" | "bfloat16", why): bfloat16 where the CPU has it natively and its product measures at
+    least BF16_MIN_SPEEDUP x float32's (measured once per process, about a second)."""
+    flags = cpu_flags()
+    if not native_bf16(flags):
+        return "float32", "the CPU lists neither avx512_bf16 nor amx_bf16"
+    fp32, bf16 = matmul_gflops("float32"), matmul_gflops("bfloat16")
+    speeds = f"float32 {fp32:.0f}, bfloat16 {bf16:.0f} GFLOP/s"
+    if bf16 >= BF16_MIN_SPEEDUP * fp32:
+        return "bfloat16", f"native bfloat16 measured faster ({speeds})"
+    return "float32", f"native bfloat16 measured under {BF16_MIN_SPEEDUP}x float32 ({speeds})"

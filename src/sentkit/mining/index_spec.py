@@ -1,0 +1,113 @@
+"""What `--index` accepts: a preset name or a FAISS index factory string, checked before any work is done.
+
+The grammar is the part of FAISS's `index_factory` that makes sense for cosine mining: optional
+pre-transforms (OPQ, PCA, random rotation), one index (IVF with any coarse quantizer FAISS builds from
+`IVFn` or `IVFn_HNSWm`, HNSW, NSG, or a flat code: Flat, PQ, SQ) and an optional refinement stage. The
+syntax is checked when the command line is parsed; the vector dim (PQ sub-quantizers must divide it) once
+it is known, by building the (empty) index.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from sentkit.errors import InvalidArgument
+
+PRESETS = ("auto", "flat", "faiss-flat", "ivfpq")
+FACTORY_EXAMPLES = "IVF4096,Flat, OPQ64,IVF16384,PQ64, HNSW32, IVF1024,PQ32"
+
+_PRE = r"(?:OPQ\d+(?:_\d+)?|PCAW?R?\d+|RR\d+|L2norm)"
+_CODE = r"(?:Flat|PQ\d+(?:x\d+)?(?:fs|fsr|np)?|SQ(?:4|6|8|fp16|bf16))"
+_MAIN = rf"(?:IVF\d+(?:_HNSW\d+)?,{_CODE}|HNSW\d*(?:[_,]{_CODE})?|NSG\d+(?:,Flat)?|{_CODE})"
+_REFINE = rf"(?:RFlat|Refine\({_CODE}\))"
+_FACTORY = re.compile(rf"(?:{_PRE},)*{_MAIN}(?:,{_REFINE})?")
+
+
+def parse_index(text: str) -> str:
+    """`text` if it is a preset or a factory string of the grammar above; else InvalidArgument (one line)."""
+    if text in PRESETS or _FACTORY.fullmatch(text):
+        return text
+    hint = ""
+    if text.lower() in PRESETS:
+        hint = f" (presets are lower-case: {text.lower()})"
+    elif re.fullmatch(_FACTORY.pattern, text, re.IGNORECASE):
+        hint = " (FAISS factory strings are case-sensitive: IVF, PQ, Flat, HNSW)"
+    raise InvalidArgument(
+        f"--index {text!r} is neither a preset ({', '.join(PRESETS)}) nor a FAISS factory string "
+        f"such as {FACTORY_EXAMPLES}{hint}"
+    )
+
+
+def is_approximate(kind: str) -> bool:
+    """Whether `kind` (a preset or a factory string) is an approximate index."""
+    return kind not in ("auto", "flat", "faiss-flat", "Flat")
+
+
+def ivf_lists(factory: str) -> int | None:
+    """The number of inverted lists of an IVF factory string (None without IVF)."""
+    match = re.search(r"(?:^|,)IVF(\d+)", factory)
+    return int(match.group(1)) if match else None
+
+
+def uses_hnsw(factory: str) -> bool:
+    return re.search(r"(?:^|,|_)HNSW", factory) is not None
+
+
+def uses_codes(factory: str) -> bool:
+    """Whether the index stores compressed codes (PQ, SQ) rather than the vectors."""
+    return re.search(r"(?:^|[,_])(?:PQ|SQ)", factory) is not None
+
+
+def check_factory_dim(factory: str, dim: int) -> None:
+    """Refuse, in one line, a factory string FAISS cannot build for `dim`-dimensional vectors."""
+    import faiss
+
+    out_dim = dim
+    for part in factory.split(","):
+        opq = re.fullmatch(r"OPQ(\d+)(?:_(\d+))?", part)
+        if opq:
+            out_dim = int(opq.group(2) or out_dim)
+            if out_dim % int(opq.group(1)):
+                raise InvalidArgument(
+                    f"--index {factory}: {part} needs its output dim ({out_dim}) to be a multiple of "
+                    f"{opq.group(1)}"
+                )
+        pca = re.fullmatch(r"(?:PCAW?R?|RR)(\d+)", part)
+        if pca:
+            out_dim = int(pca.group(1))
+        pq = re.search(r"(?:^|_)PQ(\d+)", part)
+        if pq and out_dim % int(pq.group(1)):
+            raise InvalidArgument(
+                f"--index {factory}: {part} needs the vector dim ({out_dim}) to be a multiple of "
+                f"{pq.group(1)} (try PQ{_divisor_at_most(out_dim, int(pq.group(1)))})"
+            )
+    try:
+        faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as err:
+        raise InvalidArgument(
+            f"--index {factory}: FAISS cannot build it for {dim}-dim vectors ({faiss_message(err)})"
+        ) from None
+
+
+def faiss_message(err: BaseException) -> str:
+    """The reason in a FAISS exception, without its C++ location lines."""
+    text = " ".join(str(err).split())
+    return text.rsplit("Error: ", 1)[-1] if "Error: " in text else text
+
+
+def _divisor_at_most(dim: int, limit: int) -> int:
+    return max(d for d in range(1, max(1, min(limit, dim)) + 1) if dim % d == 0)
+
+
+def preset_pq_m(dim: int) -> int:
+    """PQ sub-quantizers of the ivfpq preset: 64 (stopes' OPQ64/PQ64) where it divides the dim, else the
+    largest divisor of the dim up to min(64, dim / 2) (at least 2 dims per sub-quantizer)."""
+    return _divisor_at_most(dim, min(64, max(1, dim // 2)))
+
+
+def preset_nlist(n: int) -> int:
+    """Inverted lists of the ivfpq preset: the power of two nearest 16 sqrt(n) (stopes), at most 65,536
+    and at most n / 39 (FAISS's k-means wants 39 training rows per list)."""
+    nlist = 2 ** round(math.log2(max(16 * math.sqrt(n), 1)))
+    return max(1, min(nlist, 65_536, n // 39))

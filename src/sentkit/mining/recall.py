@@ -1,0 +1,79 @@
+"""Recall of an approximate index against exact search, on a seeded sample of its queries.
+
+Every approximate search is checked: about 1,000 sampled queries are searched exactly against all keys
+(a blocked matrix product: seconds) and recall@k is the share of their exact top k the index returned. A
+returned neighbour whose exact similarity ties the k-th exact one counts as found (a duplicate sentence
+is as good as its twin). Below RECALL_WARN, a one-line warning says which parameter to raise.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from sentkit.errors import DataWarning
+from sentkit.mining.exact import UnitRows, exact_search
+from sentkit.mining.index_spec import ivf_lists, uses_codes, uses_hnsw
+
+RECALL_QUERIES = 1000
+RECALL_WARN = 0.9
+
+
+def sampled_recall(
+    queries,
+    keys,
+    sims: np.ndarray,
+    rows: np.ndarray,
+    sample: int = RECALL_QUERIES,
+    seed: int = 0,
+    dtype: str = "auto",
+) -> dict:
+    """recall@k of the approximate results (`sims`, `rows`: (nq, k), exact similarities) on `sample`
+    queries drawn with `seed`, against an exact search of those queries over all keys."""
+    k = rows.shape[1]
+    picked = np.sort(
+        np.random.default_rng(seed).choice(queries.n, size=min(sample, queries.n), replace=False)
+    )
+    start = time.perf_counter()
+    exact_s, exact_i, info = exact_search(UnitRows(queries.take(picked)), keys, k, dtype)
+    seconds = time.perf_counter() - start
+    found = (rows[picked] >= 0) & (sims[picked] >= exact_s[:, -1:])  # (m, k)
+    return {
+        "k": k,
+        "recall_at_k": round(float(found.mean()), 4),
+        "recall_at_1": round(float(np.mean(rows[picked, 0] == exact_i[:, 0])), 4),
+        "queries": len(picked),
+        "seed": seed,
+        "exact_dtype": info["dtype"],
+        "exact_s": round(seconds, 2),
+    }
+
+
+def raise_hint(info: dict) -> str:
+    """What to raise for more recall from the index `info` describes."""
+    factory, knobs = info["factory"], []
+    if ivf_lists(factory) and info.get("nprobe", 0) < ivf_lists(factory):
+        knobs.append(f"--nprobe (now {info['nprobe']})")
+    if uses_hnsw(factory):
+        knobs.append(f"--ef-search (now {info['ef_search']})")
+    if uses_codes(factory):
+        knobs.append(f"--refine (now {info['refine']})")
+    return f"raise {' or '.join(knobs)}, or use --index flat" if knobs else "use --index flat"
+
+
+def report_recall(info: dict, direction: str, log: Callable[[str], None] | None = None) -> None:
+    """Print an approximate search's measured recall (via `log`) and warn in one line when it is low."""
+    recall = info.get("recall")
+    if recall is None:
+        return
+    line = (
+        f"recall@{recall['k']} of {info['factory']} ({direction}) against exact search: "
+        f"{recall['recall_at_k']:.3f} on {recall['queries']} sampled queries"
+    )
+    if log is not None:
+        log(line)
+    if recall["recall_at_k"] < RECALL_WARN:
+        warnings.warn(f"{line}, below {RECALL_WARN}: {raise_hint(info)}", DataWarning, stacklevel=2)
