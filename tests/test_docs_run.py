@@ -20,10 +20,12 @@ import contextlib
 import io
 import os
 import re
+import runpy
 import select
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -133,6 +135,12 @@ SUBSTITUTIONS = [
     ("build", partial(_set_option, flag="--max-rows", value="200"), "200 EASE rows"),
     ("eval", partial(_replace_task, old="default", new="stsb,sts17"), "two tasks of the default suite"),
     (
+        "eval",
+        partial(_replace_task, old="bitext", new="tatoeba"),
+        "the bitext suite without BUCC's 100k lines",
+    ),
+    ("eval", partial(_add_option, flag="--resamples", value="100", when="eval"), "100 bootstrap resamples"),
+    (
         "train",
         partial(_add_option, flag="--max-steps", value="2", when="--config"),
         "a config's run: 2 steps",
@@ -146,8 +154,6 @@ def substituted(argv: list[str]) -> list[str]:
     for command, change, _ in SUBSTITUTIONS:
         if argv and argv[0] == command:
             argv = change(argv)
-    if argv and argv[0] == "eval" and "--resamples" not in argv:
-        argv = [*argv, "--resamples", "100"]  # the interval's resample count: speed only
     return argv
 
 
@@ -205,11 +211,12 @@ def read_request(fd: int, buffer: bytearray, proc: subprocess.Popen, deadline: f
 
 
 def run_shell(block: Block, work: Path, env: dict[str, str], log: io.StringIO) -> int:
-    request, reply = work.parent / "request.fifo", work.parent / "reply.fifo"
+    pipes = Path(tempfile.mkdtemp(prefix="pipes-", dir=work.parent))
+    request, reply = pipes / "request.fifo", pipes / "reply.fifo"
     for fifo in (request, reply):
         os.mkfifo(fifo)
     env = {**env, "DOCS_TEST_REQUEST": str(request), "DOCS_TEST_REPLY": str(reply)}
-    shell_log = work.parent / "shell.log"
+    shell_log = pipes / "shell.log"
     # read-write: opening never blocks, and neither end sees EOF while the block runs
     fd = os.open(request, os.O_RDWR | os.O_NONBLOCK)
     reply_fd = os.open(reply, os.O_RDWR)
@@ -248,10 +255,20 @@ def shell_body(body: str) -> str:
 def run_python(block: Block, work: Path, log: io.StringIO) -> None:
     # padded so that a traceback's line numbers are the page's own
     code = compile("\n" * block.line + block.body, str(block.path), "exec")
+    import sentkit
+
     previous = os.getcwd()
     os.chdir(work)
     try:
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        with (
+            pytest.MonkeyPatch.context() as mp,
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
+            # as in a fresh interpreter: once any code has imported the submodule sentkit.evaluate, the
+            # package attribute `sentkit.evaluate` is that module and `from sentkit import evaluate` no longer
+            # gives the function
+            mp.setattr(sentkit, "evaluate", runpy.run_path(sentkit.__file__)["evaluate"])
             exec(code, {"__name__": "__docs__"})
     finally:
         os.chdir(previous)
@@ -276,8 +293,9 @@ def docs_env(tmp_path_factory, data_root):
     base = tmp_path_factory.mktemp("docs-run")
     bin_dir = base / "bin"
     bin_dir.mkdir()
-    for name in ("python", "python3"):
-        (bin_dir / name).symlink_to(sys.executable)
+    for name in ("python", "python3"):  # a script, not a link: a link outside the venv loses its packages
+        (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
     env = {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "SENTKIT_CACHE": str(base / "cache"),
@@ -375,14 +393,27 @@ def test_substitutions_touch_only_their_options():
 def test_block_runs_as_written(block, docs_env, tmp_path):
     if block.skip_reason:
         pytest.skip(f"{block.where}: {block.skip_reason}")
+    run_block(block, block_folder(tmp_path, block), docs_env)
+
+
+@pytest.mark.slow
+def test_readme_compare_runs_again_beside_earlier_runs(docs_env, tmp_path):
+    """The README's compare block runs a second time in the same folder, beside the first run's files."""
+    (block,) = [b for b in RUNNABLE if b.path == ROOT / "README.md" and "sentkit compare" in b.body]
     work = block_folder(tmp_path, block)
+    run_block(block, work, docs_env)
+    run_block(block, work, docs_env)
+    assert len(list((work / "results").glob("minilm-en__*.json"))) == 2
+
+
+def run_block(block: Block, work: Path, env: dict[str, str]) -> None:
     log = io.StringIO()
     try:
         if block.info == "python":
             run_python(block, work, log)
             rc = 0
         else:
-            rc = run_shell(block, work, docs_env, log)
+            rc = run_shell(block, work, env, log)
     except Exception as err:
         raise AssertionError(f"{block.where}: the block fails: {err!r}\n{log.getvalue()[-6000:]}") from err
     assert rc == 0, f"{block.where}: the block exits {rc}\n{log.getvalue()[-6000:]}"
