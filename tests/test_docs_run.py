@@ -5,9 +5,10 @@ Each ```bash / ```sh / ```console / ```python block runs in a fresh temporary fo
 with the benchmark data of $SENTKIT_DATA. Shell blocks run in bash with `set -e`; their `sentkit`
 commands run in this process through `sentkit.cli.main` (a bash function hands each one over), so the
 packaged model names can stand for a tiny random BERT (`make_tiny_encoder`, named as the model it stands
-for) and a long run can be cut short: SUBSTITUTIONS lists every change made to a command, and nothing
-else is changed. A block that cannot run here (a GPU, a hub download, minutes of training, a synopsis
-with placeholders) says why on the line above it:
+for) and a long run can be cut short: SUBSTITUTIONS lists every change made to a command, and
+TATOEBA_LANGS the languages Tatoeba runs when a block names none; nothing else is changed. A block that
+cannot run here (a GPU, a hub download, minutes of training, a synopsis with placeholders) says why on
+the line above it:
 
     <!-- docs-test: skip (a multi-GPU run) -->
 
@@ -417,5 +418,3 @@ def run_block(block: Block, work: Path, env: dict[str, str]) -> None:
     except Exception as err:
         raise AssertionError(f"{block.where}: the block fails: {err!r}\n{log.getvalue()[-6000:]}") from err
     assert rc == 0, f"{block.where}: the block exits {rc}\n{log.getvalue()[-6000:]}"
-    if os.environ.get("DOCS_TEST_LOG"):
-        print(log.getvalue())
