@@ -1,6 +1,7 @@
 """The README and docs/ stay true to the repository: every relative link and image resolves (anchors to a
 heading of the target page, GitHub's slugs), every command in the README names a real `sentkit`
-subcommand, script and flags, and the README stays short with `make run` / `make test` on its first screen.
+subcommand, script and flags, the command-line page's table lists every subcommand, and the README stays
+short with `make run` / `make test` on its first screen. tests/test_docs_run.py runs the blocks.
 """
 
 from __future__ import annotations
@@ -318,3 +319,39 @@ def test_a_wrong_subcommand_or_flag_is_reported():
         "examples/train_jcse.py defines no option --fast"
     ]
     assert unknown_script_flags(["python", "examples/nothing.py"]) == ["no script examples/nothing.py"]
+
+
+# ---- the command table of docs/cli.md ----------------------------------------------------------------------
+CLI_PAGE = DOCS / "cli.md"
+TABLE_ROW = re.compile(r"^\|\s*\[`sentkit ([\w-]+)`\]\(#([\w-]+)\)\s*\|(.*)\|\s*$")
+
+
+def command_table(page: Path) -> dict[str, str]:
+    """`sentkit <command>` -> its row's text, from the table rows that link a command to its section."""
+    rows = {}
+    for line in page.read_text(encoding="utf-8").splitlines():
+        match = TABLE_ROW.match(line)
+        if match:
+            rows[match.group(1)] = match.group(3)
+    return rows
+
+
+def test_cli_page_table_lists_every_subcommand():
+    from sentkit.cli import _parser
+
+    commands = subparsers(_parser())
+    rows = command_table(CLI_PAGE)
+    assert sorted(set(commands) - set(rows)) == [], "docs/cli.md's command table lacks these subcommands"
+    assert sorted(set(rows) - set(commands)) == [], "docs/cli.md's command table lists commands sentkit lacks"
+    kinds = subparsers(commands["build"])
+    assert [k for k in kinds if f"`{k}`" not in rows["build"]] == [], "the build row lacks these kinds"
+
+
+def test_a_missing_table_row_is_found(tmp_path):
+    page = tmp_path / "cli.md"
+    page.write_text(
+        "| command | what |\n|---|---|\n| [`sentkit eval`](#sentkit-eval) | evaluate |\n"
+        "| `sentkit mine` | not a link, not a row |\n",
+        encoding="utf-8",
+    )
+    assert command_table(page) == {"eval": " evaluate "}
