@@ -21,7 +21,6 @@ import contextlib
 import io
 import os
 import re
-import runpy
 import select
 import shlex
 import subprocess
@@ -256,20 +255,10 @@ def shell_body(body: str) -> str:
 def run_python(block: Block, work: Path, log: io.StringIO) -> None:
     # padded so that a traceback's line numbers are the page's own
     code = compile("\n" * block.line + block.body, str(block.path), "exec")
-    import sentkit
-
     previous = os.getcwd()
     os.chdir(work)
     try:
-        with (
-            pytest.MonkeyPatch.context() as mp,
-            contextlib.redirect_stdout(log),
-            contextlib.redirect_stderr(log),
-        ):
-            # as in a fresh interpreter: once any code has imported the submodule sentkit.evaluate, the
-            # package attribute `sentkit.evaluate` is that module and `from sentkit import evaluate` no longer
-            # gives the function
-            mp.setattr(sentkit, "evaluate", runpy.run_path(sentkit.__file__)["evaluate"])
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             exec(code, {"__name__": "__docs__"})
     finally:
         os.chdir(previous)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -383,3 +385,16 @@ def test_a_malformed_user_file_raises_before_any_task_runs(tmp_path, stub_task):
     with pytest.raises(DataFormatError, match=r"pairs\.tsv:2: expected a value in column score"):
         evaluate(_OneHotEncoder(), [stub_task, f"sts:{bad}"], out=tmp_path / "out", show_progress=False)
     assert not (tmp_path / "out").exists()  # no results file with the first task's score
+
+
+def test_the_package_evaluate_stays_callable_after_the_submodule_is_imported(tmp_path):
+    # a fresh interpreter: importing sentkit.evaluate rebinds the package attribute to the module
+    code = (
+        "import sentkit.evaluate\n"
+        "from sentkit import evaluate\n"
+        "import sentkit.evaluate as module\n"
+        "module.evaluate = lambda encoder, tasks, **kw: ('called', encoder, tasks, kw)\n"
+        "print(evaluate('enc', 'stsb', langs=['en']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "('called', 'enc', 'stsb', {'langs': ['en']})"

@@ -7,6 +7,7 @@ import re
 import sys
 import time
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -459,3 +460,14 @@ def format_interval(ci: Sequence[float] | None) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+class _CallableModule(types.ModuleType):
+    """Importing this submodule rebinds the package attribute `sentkit.evaluate` from the function to the module:
+    calling the module runs `evaluate`, so `from sentkit import evaluate; evaluate(...)` works either way."""
+
+    def __call__(self, encoder, tasks="default", **kwargs):
+        return self.evaluate(encoder, tasks, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
