@@ -16,21 +16,13 @@ from ngram_encoder import NgramEncoder
 from sentkit.cli import main
 from sentkit.compare import compare_pooled, compare_runs, compare_seeds, seeds_comparison_text, training_seed
 from sentkit.evaluate import evaluate
+from test_compare import _sts_file as sts_file
 
-WORDS = "red blue green cat dog bird runs eats sleeps under over near house tree river fast slow big".split()
 SEEDS = (1, 2, 3)
 
 
-def _sts_file(path: Path, n: int = 300) -> Path:
-    rng = np.random.default_rng(0)
-    rows = []
-    for _ in range(n):
-        first = list(rng.choice(WORDS, size=6))
-        k = int(rng.integers(0, 6))
-        second = [w if i >= k else str(rng.choice(WORDS)) for i, w in enumerate(first)]
-        rows.append(f"{' '.join(first)}\t{' '.join(second)}\t{5 - k}")
-    path.write_text("sentence1\tsentence2\tscore\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    return path
+def _sts_file(path: Path) -> Path:
+    return sts_file(path, n=300)
 
 
 def _run(out: Path, dim: int, spec: str, seed: int | None) -> Path:

@@ -23,6 +23,7 @@ import os
 import re
 import select
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -199,7 +200,7 @@ def read_request(fd: int, buffer: bytearray, proc: subprocess.Popen, deadline: f
                 del buffer[: sum(len(f) + 1 for f in fields[: count + 2])]
                 return [f.decode() for f in fields[1 : count + 2]]
         if time.monotonic() > deadline:
-            proc.kill()
+            _kill_group(proc)
             raise AssertionError(f"the block ran past {BLOCK_TIMEOUT_S} s")
         ready, _, _ = select.select([fd], [], [], 0.1)
         if ready:
@@ -220,6 +221,7 @@ def run_shell(block: Block, work: Path, env: dict[str, str], log: io.StringIO) -
     # read-write: opening never blocks, and neither end sees EOF while the block runs
     fd = os.open(request, os.O_RDWR | os.O_NONBLOCK)
     reply_fd = os.open(reply, os.O_RDWR)
+    proc = None
     try:
         with open(shell_log, "w", encoding="utf-8") as out:
             proc = subprocess.Popen(
@@ -228,6 +230,7 @@ def run_shell(block: Block, work: Path, env: dict[str, str], log: io.StringIO) -
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: a timeout ends every program it started
             )
             buffer, deadline = bytearray(), time.monotonic() + BLOCK_TIMEOUT_S
             while (words := read_request(fd, buffer, proc, deadline)) is not None:
@@ -238,10 +241,21 @@ def run_shell(block: Block, work: Path, env: dict[str, str], log: io.StringIO) -
                 os.write(reply_fd, f"{rc}\n".encode())
             rc = proc.wait()
     finally:
+        if proc is not None:
+            _kill_group(proc)
         os.close(fd)
         os.close(reply_fd)
     log.write("--- shell output ---\n" + shell_log.read_text(encoding="utf-8"))
     return rc
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """End the block's shell and whatever it left running (a program a block starts must not outlive it)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def shell_body(body: str) -> str:

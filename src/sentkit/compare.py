@@ -115,6 +115,48 @@ def compare_runs(
     }
 
 
+def _items_per_pair(
+    paths: list[str | Path], tasks: Sequence[str] | None, resamples: int, no_pairs: str, scope: str
+) -> tuple[list[dict], dict[str, list], dict[str, str]]:
+    """Results files given as A, B, A, B, ...: the loaded runs, per task scored in every file the paired
+    items of each (A, B) pair, and the tasks left out with the reason (no per-item values, ...)."""
+    from sentkit.report import load_results
+
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
+    if not paths:
+        raise InvalidArgument(no_pairs)
+    runs = load_results(paths)
+    shared = [t for t in runs[0]["tasks"] if all(t in run["tasks"] for run in runs)]
+    if tasks is not None:
+        unknown = [t for t in tasks if t not in shared]
+        if unknown:
+            raise InvalidArgument(f"task(s) {', '.join(unknown)} not scored in every file of {scope}")
+        shared = [t for t in shared if t in tasks]
+    if not shared:
+        raise InvalidArgument(f"the results files of {scope} share no scored task")
+    per_pair, missing = [], {}
+    for i in range(len(paths) // 2):
+        items, gaps = _paired_items(runs[2 * i], runs[2 * i + 1], paths[2 * i], paths[2 * i + 1], shared)
+        per_pair.append(items)
+        missing.update({task: why for task, why in gaps.items() if task not in missing})
+    per_task = {task: [pair[task] for pair in per_pair] for task in shared if task not in missing}
+    return runs, per_task, missing
+
+
+def _check_same_items(items: list, paths: list[str | Path], task: str, consequence: str) -> None:
+    """Every pair's A scored the first pair's items (each B was checked against its A)."""
+    first = items[0][0]
+    for i, (ta, _) in enumerate(items[1:], start=1):
+        if ta.data_sha256() != first.data_sha256():
+            raise ItemsDiffer(
+                paths[2 * i],
+                None,
+                f"task {task} was not scored on the same items as in {paths[0]} "
+                f"({_difference(first, ta)}); {consequence}",
+            )
+
+
 def compare_pooled(
     pairs: Sequence[tuple[str | Path, str | Path]],
     tasks: Sequence[str] | None = None,
@@ -126,41 +168,15 @@ def compare_pooled(
     same seed, one pair per seed: per task every file scored, the mean over pairs of B - A with a paired
     bootstrap interval and p-value (`bootstrap.pooled_difference`; one pair gives `compare_runs`' numbers).
     Every file must hold the same items for a task, else ItemsDiffer, as in `compare_runs`."""
-    from sentkit.report import load_results
 
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
-    if not pairs:
-        raise InvalidArgument("compare_pooled needs at least one (A, B) pair of results files")
     paths = [path for pair in pairs for path in pair]
-    runs = load_results(paths)
-    shared = [t for t in runs[0]["tasks"] if all(t in run["tasks"] for run in runs)]
-    if tasks is not None:
-        unknown = [t for t in tasks if t not in shared]
-        if unknown:
-            raise InvalidArgument(f"task(s) {', '.join(unknown)} not scored in every file of the pairs")
-        shared = [t for t in shared if t in tasks]
-    if not shared:
-        raise InvalidArgument("the results files share no scored task")
-    per_pair, missing = [], {}
-    for i in range(len(pairs)):
-        items, gaps = _paired_items(runs[2 * i], runs[2 * i + 1], paths[2 * i], paths[2 * i + 1], shared)
-        per_pair.append(items)
-        missing.update({task: why for task, why in gaps.items() if task not in missing})
+    runs, per_task, missing = _items_per_pair(
+        paths, tasks, resamples, "compare_pooled needs at least one (A, B) pair of results files", "the pairs"
+    )
     compared = {}
-    for task in shared:
-        if task in missing:
-            continue
-        items = [pair[task] for pair in per_pair]
+    for task, items in per_task.items():
         first = items[0][0]
-        for i, (ta, _) in enumerate(items[1:], start=1):  # each B was checked against its A
-            if ta.data_sha256() != first.data_sha256():
-                raise ItemsDiffer(
-                    paths[2 * i],
-                    None,
-                    f"task {task} was not scored on the same items as in {paths[0]} "
-                    f"({_difference(first, ta)}); no pooled comparison exists",
-                )
+        _check_same_items(items, paths, task, "no pooled comparison exists")
         compared[task] = {
             "unit": first.unit,
             "scores": bootstrap.pooled_difference(items, resamples, seed, level),
@@ -287,39 +303,19 @@ def compare_seed_pairs(
     seeds of B - A with the per-seed differences, the item-level interval and the seed-aware interval,
     p-value and smallest detectable difference (`sentkit.stats.seeds.seed_record`). Items that differ stop
     it (ItemsDiffer), as in `compare_runs`."""
-    from sentkit.report import load_results
     from sentkit.stats.seeds import seed_aware_difference
 
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise InvalidArgument(f"resamples must be a positive integer, got {resamples!r}")
-    if not pairs:
-        raise InvalidArgument("a comparison over seeds needs at least one (A, B) pair of results files")
     paths = [path for _, a, b in pairs for path in (a, b)]
-    runs = load_results(paths)
-    shared = [t for t in runs[0]["tasks"] if all(t in run["tasks"] for run in runs)]
-    if tasks is not None:
-        unknown = [t for t in tasks if t not in shared]
-        if unknown:
-            raise InvalidArgument(f"task(s) {', '.join(unknown)} not scored in every file of --a and --b")
-        shared = [t for t in shared if t in tasks]
-    if not shared:
-        raise InvalidArgument("the results files of --a and --b share no scored task")
-    per_pair, missing = [], {}
-    for i in range(len(pairs)):
-        items, gaps = _paired_items(runs[2 * i], runs[2 * i + 1], paths[2 * i], paths[2 * i + 1], shared)
-        per_pair.append(items)
-        missing.update({task: why for task, why in gaps.items() if task not in missing})
+    runs, per_task, missing = _items_per_pair(
+        paths,
+        tasks,
+        resamples,
+        "a comparison over seeds needs at least one (A, B) pair of results files",
+        "--a and --b",
+    )
     compared = {}
-    for task in [t for t in shared if t not in missing]:
-        items = [pair[task] for pair in per_pair]
-        for i, (ta, _) in enumerate(items[1:], start=1):  # each B was checked against its A
-            if ta.data_sha256() != items[0][0].data_sha256():
-                raise ItemsDiffer(
-                    paths[2 * i],
-                    None,
-                    f"task {task} was not scored on the same items as in {paths[0]} "
-                    f"({_difference(items[0][0], ta)}); no comparison over seeds exists",
-                )
+    for task, items in per_task.items():
+        _check_same_items(items, paths, task, "no comparison over seeds exists")
         compared[task] = {
             "unit": items[0][0].unit,
             "scores": seed_aware_difference(items, resamples, seed, level),

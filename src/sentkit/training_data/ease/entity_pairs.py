@@ -245,7 +245,10 @@ def extract_shards(
     if config.processes > 1:
         import multiprocessing
 
-        pool = multiprocessing.get_context("fork").Pool(config.processes, _init_worker, init)
+        # never fork: the calling process may hold threads (torch, a Ray or gRPC client) whose locks a forked
+        # worker inherits held, and signal handlers that keep Pool.terminate's SIGTERM from ending a worker
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        pool = multiprocessing.get_context(method).Pool(config.processes, _init_worker, init)
     elif _worker.get("init") != init:
         _init_worker(*init)
     pending: deque = deque()
