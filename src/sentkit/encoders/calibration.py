@@ -2,8 +2,8 @@
 
 Calibration reads STS-B train (English, first sentence of each sampled pair) and XNLI dev premises in eight
 languages; the check reads STS-B dev (second sentences) and XNLI dev hypotheses. The two sets share no
-sentence. STS-B repeats some sentences across its splits, so any sentence of STS-B test is dropped from both;
-neither set then holds a sentence of STS-B test, STS17 or Tatoeba (tests/encoders/test_calibration.py).
+sentence, and neither holds a sentence of STS-B test, STS17 or Tatoeba: the STS sets repeat sentences across
+their splits and years, so every sentence found in those test files is dropped.
 Both keep only the model's training languages when it declares them, so an English model is calibrated and
 checked on English. Rows are taken at an even stride, so the sets are the same on every machine.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.datasets.nli import read_xnli
-from sentkit.datasets.root import data_file
+from sentkit.datasets.root import data_file, data_root
 from sentkit.datasets.stsb import read_stsb
 from sentkit.errors import MissingDataError
 
@@ -64,9 +64,17 @@ def _stsb(name: str, column: int, root) -> list[str]:
     return list(pairs.sent1 if column == 0 else pairs.sent2)
 
 
-def _stsb_test(root) -> set[str]:
+def _test_sentences(root) -> set[str]:
+    """Every sentence of STS-B test, STS17 and the Tatoeba sets that are there (their files as stored)."""
     pairs = read_stsb(data_file("sts", "STSBenchmark", "sts-test.csv", root=root))
-    return {*pairs.sent1, *pairs.sent2}
+    found = {*pairs.sent1, *pairs.sent2}
+    base = Path(root) if root is not None else data_root()
+    for path in sorted((base / "sts" / "STS17-test").glob("STS.input.*")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            found.update(part.strip() for part in line.split("\t")[:2])
+    for path in sorted((base / "bitext" / "tatoeba").glob("tatoeba.*")):
+        found.update(line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines())
+    return found
 
 
 def _xnli_reader(lang: str, column: int, root):
@@ -81,7 +89,7 @@ def _sample(groups: dict, languages: tuple[str, ...] | None, size: int, root) ->
     """An even share of `size` from each group in the model's languages (all groups when none is)."""
     kept = {d: read for d, read in groups.items() if languages is None or _language(d) in languages}
     kept = kept or groups
-    test = _stsb_test(root)
+    test = _test_sentences(root)
     share = max(1, size // len(kept))
     sentences: list[str] = []
     sources: dict[str, int] = {}

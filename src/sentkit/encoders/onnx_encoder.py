@@ -32,7 +32,7 @@ from sentkit.encoders.onnx_export import (
     require_onnx,
 )
 from sentkit.encoders.protocol import length_sorted_batches, lowercase_inputs, padded_batch
-from sentkit.errors import DataFormatError, InvalidArgument
+from sentkit.errors import DataFormatError, DataWarning, InvalidArgument
 
 # the `NAME@variant` suffixes load_encoder understands: what each exports
 VARIANTS = {
@@ -239,7 +239,7 @@ def _export(name: str, variant: str, options, folder: Path) -> None:
         check: SentenceSet | str = check_set(encoder.languages)
     except MissingDataError as err:  # recorded in the folder's metadata, and said once
         check = f"not checked: no held-out sentences ({err})"
-        warnings.warn(f"{name}@{variant}: {check}", stacklevel=3)
+        warnings.warn(f"{name}@{variant}: {check}", DataWarning, stacklevel=3)
     if variant.startswith("openvino"):
         from sentkit.encoders.openvino_export import export_openvino
 
