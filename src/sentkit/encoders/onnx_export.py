@@ -152,8 +152,9 @@ def quantize_int8(
 
 @contextlib.contextmanager
 def _quiet_preprocessing_hint():
-    """quantize_dynamic logs a "consider pre-processing" hint on the root logger for every model; the hint
-    (shape inference before static quantization) does not apply to dynamic quantization."""
+    """quantize_dynamic and quantize_static log a "consider pre-processing" hint on the root logger for every
+    model; the hint (onnxruntime's shape inference and graph optimisation before quantizing) is for graphs
+    whose shapes the quantizer cannot infer, and the traced sentence graph is not one."""
 
     def drop(record: logging.LogRecord) -> bool:
         return "pre-processing before quantization" not in record.getMessage()
@@ -264,9 +265,10 @@ def export_onnx(
                     fp32, encoder.tokenizer, encoder.prefix, encoder.max_length, options.outlier_ratio
                 )
             if static:
-                quantize_static_int8(
-                    fp32, tmp / MODEL_FILE, options, encoder, calibration.sentences, list(keep_fp32)
-                )
+                with _quiet_preprocessing_hint():
+                    quantize_static_int8(
+                        fp32, tmp / MODEL_FILE, options, encoder, calibration.sentences, list(keep_fp32)
+                    )
             else:
                 quantize_int8(
                     fp32, tmp / MODEL_FILE, options, cfg.num_attention_heads, cfg.hidden_size, list(keep_fp32)
