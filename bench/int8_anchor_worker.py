@@ -1,13 +1,17 @@
 """The anchor side of bench/int8_speed.py: sentence-transformers' own backends, in their own virtualenv.
 
 sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<5, so this script runs in
-the anchor venv (`python bench/int8_speed.py --build-anchor-venv DIR` makes one) and imports no sentkit.
+the anchor venv (`python bench/int8_speed.py --build-anchor-venv DIR` makes one) and imports no sentkit. Its
+OpenVINO backend needs optimum-intel, whose optimum (~=2.3) conflicts with optimum-onnx's (~=2.1), so the
+OpenVINO side runs the same script in a second venv (`--build-anchor-openvino-venv DIR`).
 It answers one JSON request per stdin line with one JSON line on its real stdout (library chatter goes to
 stderr), so the parent can time both sides in turns while only one of them computes:
 
     {"cmd": "versions"}
     {"cmd": "prepare", "model_dir": D, "work_dir": W, "quantization": "avx2"}   ONNX + dynamic int8 files
-    {"cmd": "load", "name": N, "model_dir": D, "backend": "torch"|"onnx", "file_name": F}
+    {"cmd": "prepare_openvino", "model_dir": D, "work_dir": W, "calibration": PATH.json}
+                                            OpenVINO IR + static int8 (NNCF) as the sentence-transformers docs do
+    {"cmd": "load", "name": N, "model_dir": D, "backend": "torch"|"onnx"|"openvino", "file_name": F}
     {"cmd": "encode", "name": N, "sentences": PATH.json, "out": PATH.npy, "batch_size": 64}
 """
 
@@ -28,6 +32,10 @@ PACKAGES = (
     "transformers",
     "optimum",
     "optimum-onnx",
+    "optimum-intel",
+    "openvino",
+    "nncf",
+    "datasets",
     "onnx",
     "onnxruntime",
     "torch",
@@ -63,16 +71,57 @@ def prepare(model_dir: str, work_dir: str, quantization: str) -> dict:
     return {"onnx_files": sorted(os.listdir(folder)), "int8_file": f"onnx/{quantized()[0]}"}
 
 
+def prepare_openvino(model_dir: str, work_dir: str, calibration: str) -> dict:
+    """Export `model_dir` to OpenVINO and quantize it statically as the sentence-transformers docs do
+    (`export_static_quantized_openvino_model` with the default OVQuantizationConfig), into `work_dir`.
+
+    The docs calibrate on GLUE SST-2 train, which is not reachable offline: the same function reads the
+    calibration sentences sentkit uses (`calibration`, a JSON list) from a local CSV instead, through the
+    same tokenization (padded to 384 tokens) and sample count (300, or all when fewer)."""
+    import csv
+
+    from optimum.intel import OVQuantizationConfig
+    from sentence_transformers import SentenceTransformer, export_static_quantized_openvino_model
+
+    fp32, int8 = "openvino/openvino_model.xml", "openvino/openvino_model_qint8_quantized.xml"
+    with open(calibration, encoding="utf-8") as fh:
+        texts = json.load(fh)
+    samples = min(300, len(texts))
+    if not os.path.isfile(os.path.join(work_dir, int8)):
+        model = SentenceTransformer(model_dir, backend="openvino", device="cpu")
+        model.save_pretrained(work_dir)
+        data = os.path.join(work_dir, "calibration")
+        os.makedirs(data, exist_ok=True)
+        with open(os.path.join(data, "train.csv"), "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["sentence"])
+            writer.writerows([t] for t in texts)
+        export_static_quantized_openvino_model(
+            model,
+            OVQuantizationConfig(num_samples=samples),
+            work_dir,
+            dataset_name=data,
+            dataset_config_name="default",
+            dataset_split="train",
+            column_name="sentence",
+        )
+    files = sorted(os.listdir(os.path.join(work_dir, "openvino")))
+    return {"openvino_files": files, "fp32_file": fp32, "int8_file": int8, "calibration_samples": samples}
+
+
 def load(name: str, model_dir: str, backend: str, file_name: str | None, threads: int, models: dict) -> dict:
-    import onnxruntime as ort
     from sentence_transformers import SentenceTransformer
 
     kwargs = {}
     if backend == "onnx":
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # the same thread count as the torch runs and as sentkit
         options.inter_op_num_threads = 1
         kwargs = {"file_name": file_name, "provider": "CPUExecutionProvider", "session_options": options}
+    elif backend == "openvino":  # one stream on the same thread count (optimum-intel's default hint: latency)
+        kwargs = {"file_name": file_name, "ov_config": {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1}}
     models[name] = SentenceTransformer(model_dir, backend=backend, device="cpu", model_kwargs=kwargs)
     return {"max_seq_length": models[name].max_seq_length, "prompt": models[name].default_prompt_name}
 
@@ -108,6 +157,8 @@ def main() -> None:
                 answer = versions()
             elif cmd == "prepare":
                 answer = prepare(**request)
+            elif cmd == "prepare_openvino":
+                answer = prepare_openvino(**request)
             elif cmd == "load":
                 answer = load(threads=threads, models=models, **request)
             elif cmd == "encode":

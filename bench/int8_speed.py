@@ -1,12 +1,17 @@
 """int8 and fp32 encoding speed against sentence-transformers' own backends, side by side in one run.
 
 For each model (minilm-en, e5-small-m), on the STS-B test sentences (1379 pairs -> 2758 sentences):
-  sentkit torch fp32 (TransformerEncoder), sentkit onnx fp32 and sentkit int8 (`NAME@onnx`, `NAME@int8`:
-  onnxruntime, see sentkit/encoders/onnx_export.py), and the anchor: sentence-transformers 5.x with its
-  torch, ONNX and ONNX dynamic-int8 (`export_dynamic_quantized_onnx_model`) backends.
+  sentkit torch fp32 (TransformerEncoder), sentkit onnx fp32, sentkit int8 (`NAME@onnx`, `NAME@int8`: the
+  path sentkit/encoders/int8_choice.py picks for this CPU), sentkit int8-static (`NAME@int8-static`:
+  onnxruntime static QDQ) and, when openvino and nncf are installed, sentkit openvino / openvino-int8; and the
+  anchor: sentence-transformers 5.x with its torch, ONNX, ONNX dynamic-int8
+  (`export_dynamic_quantized_onnx_model`), OpenVINO and OpenVINO static-int8
+  (`export_static_quantized_openvino_model`) backends. Every ratio is given against the fastest anchor
+  backend of the run (and against the ONNX dynamic int8 one, as before).
 sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<5, so the anchor runs in its
-own virtualenv, in a worker process (bench/int8_anchor_worker.py) that answers one request at a time: the
-two sides are timed in turns (interleaved, alternating order) and never compute at once. The anchor's
+own virtualenv; its OpenVINO backend needs optimum-intel, whose optimum conflicts with optimum-onnx's, so the
+OpenVINO anchor runs in a second one. Each side is a worker process (bench/int8_anchor_worker.py) that
+answers one request at a time: the two sides are timed in turns (interleaved, alternating order) and never compute at once. The anchor's
 package versions are recorded in the JSON.
 
 Quality: STS-B Spearman of every runner (sentkit's stsb task on the timed vectors); for e5 also STS17 mean
@@ -15,9 +20,12 @@ GFLOP/s measured here at the model's shapes, divided by the model's FLOPs per se
 counts, gives the sentences/s a GEMM-bound fp32 encoder could reach; our fp32 runners print their fraction.
 That probe is a burst (best of 20 short calls on one hot weight); a second, sustained ceiling replays the
 model's own weight matrices as bare GEMMs on the run's real batch shapes after every round, so the fraction
-of it is the share of an encode pass that is GEMM work (everything else is overhead we could remove).
+of it is the share of an encode pass that is GEMM work (everything else is overhead we could remove). The
+int8 (torch._int_mm, onnxruntime MatMulInteger) and bf16 GEMM rates are probed beside the fp32 one
+(bench/gemm_ceilings.py), and every runner is given as a fraction of the ceiling of the arithmetic it uses.
 
     python bench/int8_speed.py --build-anchor-venv bench/.anchor-venv   # once: builds the anchor venv (pinned)
+    python bench/int8_speed.py --build-anchor-openvino-venv bench/.anchor-openvino-venv   # once: OpenVINO side
     python bench/int8_speed.py [--models minilm-en,e5-small-m] [--threads 2] [--repeats 3]
     python bench/int8_speed.py --alternatives ctranslate2,ort-fused   # also CTranslate2 and fused onnxruntime
 
@@ -47,6 +55,7 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import speed_rows, write_result  # noqa: E402
 from encode_speed import load_average, stsb_test_sentences  # noqa: E402
+from gemm_ceilings import best_rate, ceiling_sent_per_s, probe_all  # noqa: E402
 
 from sentkit.provenance import cpu_info, machine_info, package_versions  # noqa: E402
 
@@ -67,20 +76,43 @@ ANCHOR_PINS = (
     "numpy==2.4.6",
 )
 ANCHOR_TORCH = "torch==2.13.0"  # installed first, as the Makefile does: the local CPU build
+DEFAULT_ANCHOR_OPENVINO_VENV = BENCH / ".anchor-openvino-venv"
+# The OpenVINO anchor: optimum-intel 2.2 needs optimum~=2.3, which optimum-onnx 0.1 (optimum~=2.1) excludes.
+# optimum-intel also requires torchvision; pinned to torch 2.13's release so pip keeps the local CPU torch,
+# then removed: PyPI's torchvision is built for PyPI's CUDA torch and fails to load beside the CPU build
+# ("operator torchvision::nms does not exist"), which breaks transformers' imports; no text model uses it.
+ANCHOR_OPENVINO_PINS = (
+    "sentence-transformers==5.7.0",
+    "optimum-intel==2.2.0",
+    "optimum==2.3.0",
+    "openvino==2026.4.1",
+    "openvino-tokenizers==2026.4.1.0",
+    "nncf==3.4.0",
+    "transformers==4.57.6",
+    "tokenizers==0.22.2",
+    "huggingface-hub==0.36.2",
+    "datasets==5.0.1",
+    "numpy==2.4.6",
+    "torchvision==0.28.0",
+)
+ANCHOR_OPENVINO_DROP = ("torchvision",)
+INT8_RUNNER_WORDS = ("int8",)  # a runner whose label holds one of these uses int8 weight GEMMs
 GOALS = {"int8_speed_vs_anchor_int8": 1.3, "int8_max_loss_points": 0.5, "fp32_fraction_of_ceiling": 0.85}
 
 
 # ---- the anchor venv and worker -----------------------------------------------------------------------
 
 
-def build_anchor_venv(folder: Path) -> Path:
-    """Create `folder` with the pinned anchor packages; returns its python."""
+def build_anchor_venv(folder: Path, pins=ANCHOR_PINS, drop: tuple[str, ...] = ()) -> Path:
+    """Create `folder` with the pinned anchor packages (then uninstall `drop`); returns its python."""
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     python = folder / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
     subprocess.run([*pip, ANCHOR_TORCH], check=True)
-    subprocess.run([*pip, *ANCHOR_PINS], check=True)
+    subprocess.run([*pip, ANCHOR_TORCH, *pins], check=True)
+    if drop:
+        subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", *drop], check=True)
     return python
 
 
@@ -162,9 +194,20 @@ def flops_per_sentence(token_counts: np.ndarray, layers: int, hidden: int, inter
     Per layer and token: Q, K, V, output projections (4 h^2) and the two FFN matrices (2 h f) as GEMMs,
     plus attention scores and mixing (2 L h for a sentence of L tokens); embeddings and pooling are noise.
     """
+    return sum(flops_split(token_counts, layers, hidden, intermediate))
+
+
+def flops_split(token_counts: np.ndarray, layers: int, hidden: int, intermediate: int) -> tuple[float, float]:
+    """(weight GEMM FLOPs, attention-product FLOPs) per sentence, the two terms of flops_per_sentence."""
     n = token_counts.astype(np.float64)
-    per_sentence = layers * (2 * n * (4 * hidden * hidden + 2 * hidden * intermediate) + 4 * n * n * hidden)
-    return float(per_sentence.mean())
+    weights = layers * 2 * n * (4 * hidden * hidden + 2 * hidden * intermediate)
+    attention = layers * 4 * n * n * hidden
+    return float(weights.mean()), float(attention.mean())
+
+
+def arithmetic_of(runner: str) -> str:
+    """The arithmetic of a runner's weight GEMMs, from its label: int8 or fp32."""
+    return "int8" if any(word in runner for word in INT8_RUNNER_WORDS) else "fp32"
 
 
 def gemm_gflops(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> dict[str, float]:
@@ -362,22 +405,37 @@ def anchor_readable(folder: Path, copy: Path) -> Path:
     return copy
 
 
-def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | None, scratch: Path) -> dict:
-    from sentkit.encoders import load_encoder
+def sentkit_exports(name: str, threads: int, skipped: dict[str, str]) -> dict:
+    """sentkit's export runners for `name`: every variant this environment can build (a missing optional
+    package is recorded in `skipped`, not raised)."""
     from sentkit.encoders.onnx_encoder import cached_export
+
+    exports = {
+        "sentkit onnx fp32": cached_export(name, "onnx", threads=threads),
+        "sentkit int8": cached_export(name, "int8", threads=threads),
+        "sentkit int8-static": cached_export(name, "int8-static", threads=threads),
+    }
+    for label, variant in (("sentkit openvino fp32", "openvino"), ("sentkit openvino-int8", "openvino-int8")):
+        try:
+            exports[label] = cached_export(name, variant, threads=threads)
+        except ImportError as err:
+            skipped[label] = str(err)
+    return exports
+
+
+def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: Path) -> dict:
+    from sentkit.encoders import load_encoder
+    from sentkit.encoders.calibration import calibration_set
     from sentkit.tasks import get_task
 
     print(f"\n== {name}", flush=True)
     torch_encoder = load_encoder(name).eval()
-    onnx_fp32 = cached_export(name, "onnx", threads=args.threads)
-    int8 = cached_export(name, "int8", threads=args.threads)
-    runners = {
-        "sentkit torch fp32": sentkit_runner(torch_encoder, args.batch_size),
-        "sentkit onnx fp32": sentkit_runner(onnx_fp32, args.batch_size),
-        "sentkit int8": sentkit_runner(int8, args.batch_size),
-    }
-    alternatives = [a for a in args.alternatives.split(",") if a]
     skipped: dict[str, str] = {}
+    exports = sentkit_exports(name, args.threads, skipped)
+    int8 = exports["sentkit int8"]
+    runners = {"sentkit torch fp32": sentkit_runner(torch_encoder, args.batch_size)}
+    runners.update({label: sentkit_runner(encoder, args.batch_size) for label, encoder in exports.items()})
+    alternatives = [a for a in args.alternatives.split(",") if a]
     if "ort-fused" in alternatives:  # onnxruntime's offline BERT fusion (QAttention) before quantizing
         runners["int8 ort-fused"] = sentkit_runner(
             fused_int8(name, torch_encoder, args.threads), args.batch_size
@@ -394,8 +452,9 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
         print(f"  no {runner_name} row: {why}")
     anchor: dict[str, AnchorEncoder] = {}
     prepared = None
+    worker = workers.get("onnx")
+    model_dir = str(model_dir_of(name))
     if worker is not None:
-        model_dir = str(model_dir_of(name))
         work = BENCH / "out" / "anchor-onnx" / f"{name}-{args.anchor_quantization}"
         start = time.perf_counter()
         prepared = worker.ask(
@@ -410,6 +469,30 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
             worker.ask("load", name=label, model_dir=folder, backend=backend, file_name=file_name)
             anchor[label] = AnchorEncoder(worker, label, scratch)
             runners[label] = anchor_runner(anchor[label], args.batch_size)
+    prepared_openvino = None
+    ov_worker = workers.get("openvino")
+    if ov_worker is not None:
+        # calibrated on the same real sentences as sentkit's static int8 (the docs' GLUE SST-2 is not offline)
+        calibration = scratch / "calibration.json"
+        calibration.write_text(json.dumps(list(calibration_set(torch_encoder.languages).sentences)))
+        work = BENCH / "out" / "anchor-openvino" / name
+        start = time.perf_counter()
+        prepared_openvino = ov_worker.ask(
+            "prepare_openvino", model_dir=model_dir, work_dir=str(work), calibration=str(calibration)
+        )
+        prepared_openvino["seconds"] = round(time.perf_counter() - start, 1)
+        labels = [
+            ("st openvino", prepared_openvino["fp32_file"]),
+            ("st openvino-int8", prepared_openvino["int8_file"]),
+        ]
+        if worker is None:  # the torch backend from this venv's sentence-transformers instead
+            ov_worker.ask("load", name="st torch", model_dir=model_dir, backend="torch", file_name=None)
+            anchor["st torch"] = AnchorEncoder(ov_worker, "st torch", scratch)
+            runners["st torch"] = anchor_runner(anchor["st torch"], args.batch_size)
+        for label, file_name in labels:
+            ov_worker.ask("load", name=label, model_dir=str(work), backend="openvino", file_name=file_name)
+            anchor[label] = AnchorEncoder(ov_worker, label, scratch)
+            runners[label] = anchor_runner(anchor[label], args.batch_size)
 
     # the fp32 ceiling from the real token counts of the timed sentences (prefix included, as encoded);
     # GEMM speed is probed after every round and the best probe kept, as the runners' best round is
@@ -420,11 +503,14 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
     flops = flops_per_sentence(tokens, **shapes)
     rows = args.batch_size * int(round(tokens.mean()))
     probes = [gemm_gflops(rows, shapes["hidden"], shapes["intermediate"])]
+    flags = cpu_info()["flags"] or []
+    other_probes = [probe_all(rows, shapes["hidden"], shapes["intermediate"], args.threads, flags)]
     replay_rows = batch_rows_of(torch_encoder, sentences, args.batch_size)
     replays: list[float] = []
 
     def probe() -> None:
         probes.append(gemm_gflops(rows, shapes["hidden"], shapes["intermediate"]))
+        other_probes.append(probe_all(rows, shapes["hidden"], shapes["intermediate"], args.threads, flags))
         replays.append(gemm_replay_seconds(torch_encoder, replay_rows))
 
     timings, vectors = interleaved(runners, sentences, args.repeats, args.batch_size, probe)
@@ -444,9 +530,9 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
         cosine[runner_name] = {"min": float(cos.min()), "mean": float(cos.mean())}
 
     if name == "e5-small-m" and not args.no_extra_quality:
-        extra = {"sentkit torch fp32": torch_encoder, "sentkit int8": int8}
-        if "st onnx-int8" in anchor:
-            extra["st onnx-int8"] = anchor["st onnx-int8"]
+        extra = {"sentkit torch fp32": torch_encoder}
+        extra.update({label: e for label, e in exports.items() if "int8" in label})
+        extra.update({label: e for label, e in anchor.items() if "int8" in label})
         tasks = {
             "sts17": get_task("sts17", data_root=args.data_root, batch_size=args.batch_size),
             "tatoeba-deu": get_task(
@@ -465,6 +551,23 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
     fractions = {r: timings[r]["best_sent_per_s"] / ceiling for r in fp32_runners}
     sustained = len(sentences) / min(replays)  # sent/s if the bare GEMMs were all an encode did
     sustained_fractions = {r: timings[r]["best_sent_per_s"] / sustained for r in fp32_runners}
+    weight_flops, attention_flops = flops_split(tokens, **shapes)
+    rates = {
+        "fp32": gemm["layer_mix"],
+        "int8": best_rate(other_probes, ("int8_torch", "int8_onnxruntime")),
+        "bf16": best_rate(other_probes, ("bf16_torch",)),
+    }
+    ceilings = {
+        arith: ceiling_sent_per_s(weight_flops, attention_flops, rate, rates["fp32"])
+        for arith, rate in rates.items()
+        if rate is not None
+    }
+    arithmetic = {r: arithmetic_of(r) for r in timings}
+    of_ceiling = {
+        r: timings[r]["best_sent_per_s"] / ceilings[arithmetic[r]]
+        for r in timings
+        if arithmetic[r] in ceilings
+    }
     result = {
         "model": name,
         "timings": timings,
@@ -484,9 +587,18 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
         },
         "fp32_fraction_of_sustained_ceiling": sustained_fractions,
         "anchor_prepare": prepared,
+        "anchor_prepare_openvino": prepared_openvino,
         "skipped": skipped,
         "int8_export": int8.meta,
+        "int8_choice": int8.runtime_info.get("int8_choice"),
+        "exports": {label: e.runtime_info for label, e in exports.items()},
+        "gemm_probes": other_probes,
+        "gemm_rates_gops": rates,
+        "ceiling_sent_per_s": ceilings,
+        "arithmetic": arithmetic,
+        "fraction_of_ceiling": of_ceiling,
     }
+    result.update(vs_fastest_anchor(timings))
     if "st onnx-int8" in timings:
         base = timings["st onnx-int8"]["best_sent_per_s"]
         result["speed_vs_anchor_int8"] = {r: t["best_sent_per_s"] / base for r, t in timings.items()}
@@ -497,27 +609,52 @@ def bench_model(name: str, args, sentences: list[str], worker: AnchorWorker | No
     return result
 
 
+def vs_fastest_anchor(timings: dict) -> dict:
+    """Every runner's best and median sentences/s over those of the fastest anchor backend ("st ..."), each
+    statistic against the anchor that is fastest by it; {} when no anchor ran."""
+    anchors = {r: t for r, t in timings.items() if r.startswith("st ")}
+    if not anchors:
+        return {}
+    fastest = max(anchors, key=lambda r: anchors[r]["best_sent_per_s"])
+    fastest_median = max(anchors, key=lambda r: anchors[r]["median_sent_per_s"])
+    return {
+        "fastest_anchor": {"best": fastest, "median": fastest_median},
+        "speed_vs_fastest_anchor": {
+            r: t["best_sent_per_s"] / anchors[fastest]["best_sent_per_s"] for r, t in timings.items()
+        },
+        "median_speed_vs_fastest_anchor": {
+            r: t["median_sent_per_s"] / anchors[fastest_median]["median_sent_per_s"]
+            for r, t in timings.items()
+        },
+    }
+
+
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))  # (n,)
 
 
 def print_model(res: dict) -> None:
     ref = res["quality"]["sentkit torch fp32"]
-    ratios = res.get("speed_vs_anchor_int8", {})
-    medians = res.get("median_speed_vs_anchor_int8", {})
-    print(f"\n{res['model']}: {res['tokens_per_sentence']['mean']:.1f} tokens/sentence")
+    ratios = res.get("speed_vs_fastest_anchor", {})
+    medians = res.get("median_speed_vs_fastest_anchor", {})
+    fastest = res.get("fastest_anchor", {}).get("best", "-")
+    print(
+        f"\n{res['model']}: {res['tokens_per_sentence']['mean']:.1f} tokens/sentence; fastest anchor {fastest}"
+    )
     extra = [k for k in ref if k != "stsb"]
     head = (
-        f"{'runner':<22} {'best sent/s':>11} {'median':>8} {'vs st int8 (best/median)':>24} "
-        f"{'STS-B':>7} {'dSTS-B':>7}"
+        f"{'runner':<24} {'best sent/s':>11} {'median':>8} {'vs fastest st (best/median)':>27} "
+        f"{'of ceiling':>12} {'STS-B':>7} {'dSTS-B':>7}"
     )
     print(head + "".join(f" {k:>12}" for k in extra))
     for runner, t in res["timings"].items():
         q = res["quality"][runner]
         ratio = f"{ratios[runner]:.2f}x / {medians[runner]:.2f}x" if runner in ratios else "-"
+        share = res["fraction_of_ceiling"].get(runner)
+        share = f"{share:.2f} {res['arithmetic'][runner]}" if share is not None else "-"
         line = (
-            f"{runner:<22} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>24} "
-            f"{q['stsb']:7.2f} {q['stsb'] - ref['stsb']:+7.2f}"
+            f"{runner:<24} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>27} "
+            f"{share:>12} {q['stsb']:7.2f} {q['stsb'] - ref['stsb']:+7.2f}"
         )
         line += "".join(f" {q[k]:12.2f}" if k in q else f" {'':>12}" for k in extra)
         print(line)
@@ -533,6 +670,11 @@ def print_model(res: dict) -> None:
         f"GFLOP/s = {replay['ceiling_sent_per_s']:.1f} sent/s; "
         + ", ".join(f"{r} {f:.2f}" for r, f in res["fp32_fraction_of_sustained_ceiling"].items())
     )
+    rates = ", ".join(f"{a} {r:.1f}" for a, r in res["gemm_rates_gops"].items() if r is not None)
+    ceilings = ", ".join(f"{a} {c:.1f}" for a, c in res["ceiling_sent_per_s"].items())
+    print(f"GEMM rates (G(FL)OP/s, layer mix): {rates}; ceilings (sent/s): {ceilings}")
+    for runner, why in res["skipped"].items():
+        print(f"no {runner} row: {why}")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -546,6 +688,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--anchor-python", type=Path, default=DEFAULT_ANCHOR_VENV / "bin" / "python")
     parser.add_argument(
         "--build-anchor-venv", type=Path, default=None, help="build the anchor venv here first"
+    )
+    parser.add_argument(
+        "--anchor-openvino-python", type=Path, default=DEFAULT_ANCHOR_OPENVINO_VENV / "bin" / "python"
+    )
+    parser.add_argument(
+        "--build-anchor-openvino-venv",
+        type=Path,
+        default=None,
+        help="build the OpenVINO anchor venv here first",
+    )
+    parser.add_argument(
+        "--anchors", default="onnx,openvino", help="anchor sides to run: onnx, openvino (comma list)"
     )
     parser.add_argument("--no-anchor", action="store_true", help="sentkit runners only")
     parser.add_argument(
@@ -569,25 +723,35 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     if args.build_anchor_venv is not None:
         args.anchor_python = build_anchor_venv(args.build_anchor_venv)
-    worker = None
-    if not args.no_anchor:
-        if not args.anchor_python.is_file():
+    if args.build_anchor_openvino_venv is not None:
+        args.anchor_openvino_python = build_anchor_venv(
+            args.build_anchor_openvino_venv, ANCHOR_OPENVINO_PINS, ANCHOR_OPENVINO_DROP
+        )
+    sides = [] if args.no_anchor else [a for a in args.anchors.split(",") if a]
+    pythons = {"onnx": args.anchor_python, "openvino": args.anchor_openvino_python}
+    builds = {"onnx": "--build-anchor-venv", "openvino": "--build-anchor-openvino-venv"}
+    for side in sides:
+        if side not in pythons:
+            raise SystemExit(f"--anchors {args.anchors}: expected onnx and/or openvino, got {side!r}")
+        if not pythons[side].is_file():
             raise SystemExit(
-                f"{args.anchor_python}: no anchor venv; build it with "
-                f"`python bench/int8_speed.py --build-anchor-venv {DEFAULT_ANCHOR_VENV.relative_to(Path.cwd())}`"
-                " or pass --no-anchor"
+                f"{pythons[side]}: no {side} anchor venv; build it with `python bench/int8_speed.py "
+                f"{builds[side]} DIR` (then pass its python), or leave it out with --anchors / --no-anchor"
             )
-        worker = AnchorWorker(args.anchor_python, args.threads, args.out.with_name("int8_anchor_worker.log"))
+    workers = {
+        side: AnchorWorker(pythons[side], args.threads, args.out.with_name(f"int8_anchor_worker_{side}.log"))
+        for side in sides
+    }
     sentences = stsb_test_sentences(args.data_root)[: args.limit]
     load_before = load_average()
     results = {}
     try:
-        anchor_versions = worker.ask("versions") if worker else None
+        anchor_versions = {side: worker.ask("versions") for side, worker in workers.items()}
         with tempfile.TemporaryDirectory() as scratch:
             for name in args.models.split(","):
-                results[name] = bench_model(name, args, sentences, worker, Path(scratch))
+                results[name] = bench_model(name, args, sentences, workers, Path(scratch))
     finally:
-        if worker is not None:
+        for worker in workers.values():
             worker.close()
 
     out = {
@@ -596,10 +760,10 @@ def main(argv: list[str] | None = None) -> dict:
         "batch_size": args.batch_size,
         "threads": args.threads,
         "repeats": args.repeats,
-        "anchor_quantization": args.anchor_quantization if worker else None,
+        "anchor_quantization": args.anchor_quantization if "onnx" in workers else None,
         "goals": GOALS,
         "models": results,
-        "versions": {"sentkit_env": package_versions(), "anchor_env": anchor_versions},
+        "versions": {"sentkit_env": package_versions(), "anchor_envs": anchor_versions},
         "machine": machine_info(),
         "load_average_1min": {"before": load_before, "after": load_average()},
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

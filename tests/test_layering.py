@@ -22,7 +22,7 @@ ALLOWED: dict[str, frozenset[str] | str] = {
     **{name: frozenset() for name in BASE},
     "datasets": frozenset(),
     "stats": frozenset(),  # bootstrap intervals over a task's per-item values
-    "encoders": frozenset(),
+    "encoders": frozenset({"datasets"}),  # int8 calibration and export checks read real sentences
     "analysis": frozenset(),
     "mteb_results": frozenset(),
     "report_svg": frozenset(),

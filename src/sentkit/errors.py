@@ -78,3 +78,8 @@ class UnsupportedModel(SentkitError, ValueError):
 
 class NonFiniteVectors(SentkitError, ValueError):
     """An encoder returned NaN or Infinity (NaN weights, an overflow): nothing is written from them."""
+
+
+class ExportCheckFailed(SentkitError, ValueError):
+    """An exported or quantized graph whose vectors drift from the fp32 encoder's on real sentences (mean
+    cosine below the bar): the export is refused and nothing is written."""

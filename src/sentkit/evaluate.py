@@ -192,6 +192,8 @@ def evaluate(
         },
         "versions": package_versions(),
         "machine": machine_info(),
+        # an export's runtime, its int8 method and check, and the int8 path chosen for this CPU (@int8)
+        "encoder_runtime": getattr(encoder, "runtime_info", None),
         "started": started.isoformat(timespec="seconds"),
         "wall_s": 0.0,
     }

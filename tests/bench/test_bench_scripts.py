@@ -186,6 +186,49 @@ def test_int8_bench_flops_and_interleaved_rounds():
     assert vectors["b"].shape == (10, 2)
 
 
+def test_int8_bench_ceilings_per_arithmetic_and_ratios_to_the_fastest_anchor():
+    bench = _bench("int8_speed")
+    ceilings = _bench("gemm_ceilings")
+    # one layer, h = 2, f = 4, 3 tokens: weights 2*3*(16 + 16) = 192, attention 4*9*2 = 72 (sum: 264 above)
+    assert bench.flops_split(np.array([3]), 1, 2, 4) == (192.0, 72.0)
+    # weights at 192 GOP/s take 1 ns, attention at 72 GFLOP/s takes 1 ns: 2 ns a sentence
+    assert ceilings.ceiling_sent_per_s(192.0, 72.0, 192.0, 72.0) == pytest.approx(5e8)
+    probes = [
+        {"int8_torch": {"layer_mix": 3.0}, "int8_onnxruntime": {"skipped": "x"}},
+        {"int8_onnxruntime": {"layer_mix": 5.0}},
+    ]
+    assert ceilings.best_rate(probes, ("int8_torch", "int8_onnxruntime")) == 5.0
+    assert ceilings.best_rate(probes, ("bf16_torch",)) is None
+    assert [
+        bench.arithmetic_of(r) for r in ("sentkit int8-static", "st openvino-int8", "sentkit openvino fp32")
+    ] == [
+        "int8",
+        "int8",
+        "fp32",
+    ]
+    timings = {
+        "sentkit int8": {"best_sent_per_s": 300.0, "median_sent_per_s": 240.0},
+        "st onnx-int8": {"best_sent_per_s": 150.0, "median_sent_per_s": 100.0},
+        "st openvino-int8": {"best_sent_per_s": 200.0, "median_sent_per_s": 80.0},
+    }
+    ratios = bench.vs_fastest_anchor(timings)
+    assert ratios["fastest_anchor"] == {"best": "st openvino-int8", "median": "st onnx-int8"}
+    assert ratios["speed_vs_fastest_anchor"]["sentkit int8"] == 1.5
+    assert ratios["median_speed_vs_fastest_anchor"]["sentkit int8"] == 2.4
+    assert bench.vs_fastest_anchor({"sentkit int8": timings["sentkit int8"]}) == {}
+
+
+def test_gemm_probes_measure_int8_and_say_why_bf16_is_absent():
+    ceilings = _bench("gemm_ceilings")
+    probes = ceilings.probe_all(64, 32, 64, 1, ["avx2", "fma"])
+    assert probes["int8_torch"]["layer_mix"] > 0 or "skipped" in probes["int8_torch"]
+    if importlib.util.find_spec("onnxruntime") is not None:
+        assert set(probes["int8_onnxruntime"]) == {"qkvo", "ffn_in", "ffn_out", "layer_mix"}
+    assert probes["bf16_torch"] == {
+        "skipped": "no avx512_bf16 / amx_bf16 on this CPU (torch would emulate bf16)"
+    }
+
+
 def test_onnx_op_profile_sums_kernel_time_per_operator(tmp_path):
     pytest.importorskip("onnxruntime")
     profile = _bench("onnx_op_profile")

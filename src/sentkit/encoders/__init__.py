@@ -22,8 +22,9 @@ ENCODERS.add("muse-m", MuseEncoder)
 def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
     """A short name (`minilm-en`, `muse-m`, `e5-small-m`, `avg:<model>`), a local directory, or a hub name.
 
-    `NAME@int8` / `NAME@onnx` run NAME's int8 / fp32 ONNX export with onnxruntime (exported on first use);
-    a folder written by `sentkit export` loads as an `OnnxEncoder`.
+    `NAME@onnx`, `NAME@int8` and the other suffixes of onnx_encoder.VARIANTS run an export of NAME (made in
+    the cache on first use); a folder written by `sentkit export` loads as an `OnnxEncoder` (or an
+    `OpenVinoEncoder` for an OpenVINO folder).
     """
     name = str(name_or_path)
     if name.startswith("avg:"):
@@ -36,7 +37,7 @@ def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
             "which adds the AMR encoder"
         )
     path = Path(name).expanduser()
-    # NAME@int8 / NAME@onnx: exported once into the cache (onnx_encoder.py)
+    # NAME@int8, NAME@onnx, NAME@openvino ...: exported once into the cache (onnx_encoder.py)
     if "@" in name and not path.exists():
         from sentkit.encoders.onnx_encoder import cached_export
 
@@ -44,11 +45,11 @@ def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
         return cached_export(base, variant, **kwargs)
     if name in ENCODERS:
         return ENCODERS.get(name)(**kwargs)
-    from sentkit.encoders.onnx_encoder import OnnxEncoder, is_onnx_folder
+    from sentkit.encoders.onnx_encoder import is_onnx_folder, open_export
     from sentkit.encoders.transformer import TransformerEncoder
 
     if path.is_dir() and is_onnx_folder(path):  # written by `sentkit export`
-        return OnnxEncoder(path, **kwargs)
+        return open_export(path, **kwargs)
     if path.exists():
         return TransformerEncoder.from_pretrained(path, **kwargs)
     if "/" in name:  # a hub name: passed through for users with internet access

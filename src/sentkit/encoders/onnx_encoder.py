@@ -1,8 +1,10 @@
-"""An exported ONNX folder (see onnx_export.py) as an encoder, and the `NAME@int8` / `NAME@onnx` cache.
+"""An exported ONNX folder (see onnx_export.py) as an encoder, and the `NAME@variant` export cache.
 
 `OnnxEncoder` tokenizes with the exported tokenizer exactly as `TransformerEncoder` does (same prefix, same
 truncation accounting), sorts each window of sentences by token count so a batch pads little, and runs the
-graph with onnxruntime on `threads` intra-op threads.
+graph with onnxruntime on `threads` intra-op threads (openvino_encoder.py runs an OpenVINO folder the same
+way). `NAME@onnx`, `NAME@int8`, `NAME@int8-static`, `NAME@openvino` and `NAME@openvino-int8` export NAME
+once into the sentkit cache, checked against the fp32 encoder on held-out real sentences (export_check.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +20,8 @@ import numpy as np
 
 from sentkit.atomic import atomic_write_json
 from sentkit.cache import cache_lock, cache_root, package_version, read_json_object, sha256_file
+from sentkit.encoders.calibration import DEFAULT_SIZE
+from sentkit.encoders.export_check import MIN_MEAN_COSINE
 from sentkit.encoders.onnx_export import (
     CACHE_KEY_FILE,
     INPUTS,
@@ -27,17 +32,26 @@ from sentkit.encoders.onnx_export import (
     require_onnx,
 )
 from sentkit.encoders.protocol import length_sorted_batches, lowercase_inputs, padded_batch
-from sentkit.errors import DataFormatError, InvalidArgument
+from sentkit.errors import DataFormatError, DataWarning, InvalidArgument
 
-VARIANTS = ("onnx", "int8")  # the `NAME@variant` suffixes load_encoder understands
+# the `NAME@variant` suffixes load_encoder understands: what each exports
+VARIANTS = {
+    "onnx": "fp32 ONNX, onnxruntime",
+    "int8": "int8 ONNX, onnxruntime (the path int8_choice.py picks for this CPU)",
+    "int8-dynamic": "int8 ONNX, onnxruntime dynamic quantization",
+    "int8-static": "int8 ONNX, onnxruntime static QDQ quantization calibrated on real sentences",
+    "openvino": "fp32 OpenVINO IR",
+    "openvino-int8": "int8 OpenVINO IR, NNCF static quantization calibrated on real sentences",
+}
 
 
 class OnnxEncoder:
     """Sentence vectors from an exported folder: `encode(sentences, batch_size) -> (n, dim) float32`."""
 
+    runtime = "onnxruntime"
+
     def __init__(self, folder: str | Path, threads: int | None = None, name: str | None = None) -> None:
-        require_onnx()
-        import onnxruntime as ort
+        self.require()
         from transformers import AutoTokenizer
 
         self.folder = Path(folder)
@@ -65,16 +79,31 @@ class OnnxEncoder:
             import torch
 
             threads = torch.get_num_threads()
+        self.threads = int(threads)
+        self.run = self.open(self.folder / self.meta["model_file"])
+        # what a results file records about how the vectors were computed (evaluate.py)
+        self.runtime_info = {
+            "runtime": self.runtime,
+            "threads": self.threads,
+            "int8": self.meta.get("int8"),
+            "check": self.meta.get("check"),
+        }
+
+    def require(self) -> None:
+        require_onnx()
+
+    def open(self, path: Path):
+        """A function from a feed dict to the sentence vectors (n, dim) of one batch."""
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
-        options.intra_op_num_threads = int(threads)
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # the CPU provider's "some nodes were not assigned" notes are expected
-        self.session = ort.InferenceSession(
-            str(self.folder / self.meta["model_file"]), options, providers=["CPUExecutionProvider"]
-        )
-        self.threads = int(threads)
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return lambda feed: self.session.run(None, feed)[0]
 
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
@@ -87,7 +116,7 @@ class OnnxEncoder:
         ):
             # right-padded whatever the tokenizer's side: the graph pools [CLS] from position 0
             feed = padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
-            out[positions] = self.session.run(None, feed)[0]
+            out[positions] = self.run(feed)
         return out
 
 
@@ -114,16 +143,30 @@ def _source_key(name: str) -> dict:
     )
 
 
-def cached_export(name: str, variant: str, threads: int | None = None, rebuild: bool = False) -> OnnxEncoder:
-    """`name` exported as ONNX (`variant` "onnx" = fp32, "int8" = quantized) into the sentkit cache.
+# concrete variant -> cache folder suffix (the dynamic int8 export keeps the folder name it always had)
+FOLDER_SUFFIX = {"int8-dynamic": "int8"}
+CALIBRATED = ("int8-static", "openvino-int8")  # variants that calibrate on real sentences
 
-    The folder ($SENTKIT_CACHE/onnx/<name>-<variant>) is exported again when the source weights, sentkit,
-    torch, transformers, onnx or onnxruntime change; loading it afterwards needs no torch model.
+
+def cached_export(name: str, variant: str, threads: int | None = None, rebuild: bool = False) -> OnnxEncoder:
+    """`name` exported into the sentkit cache as `variant` (one of VARIANTS; "int8" is the path
+    int8_choice.py picks for this CPU), checked against the fp32 encoder, and loaded.
+
+    The folder ($SENTKIT_CACHE/onnx/<name>-<variant>) is exported again when the source weights, the
+    export options, sentkit, torch, transformers, onnx, onnxruntime (openvino, nncf) change; loading it
+    afterwards needs no torch model.
     """
     if variant not in VARIANTS:
         raise InvalidArgument(
             f"model suffix @{variant}: expected one of {', '.join('@' + v for v in VARIANTS)}"
         )
+    choice = None
+    concrete = variant
+    if variant == "int8":
+        from sentkit.encoders.int8_choice import choose_int8
+
+        choice = choose_int8()
+        concrete = choice["variant"]
     source = _source_key(name)
     # a local folder's cache is named by its folder name and a hash of its path: two "model" folders differ
     slug = (
@@ -131,33 +174,104 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
         if "path" in source
         else name
     )
-    folder = cache_root() / "onnx" / f"{slug}-{variant}"
-    options = vars(Int8Options()) if variant == "int8" else None  # new defaults mean a new export
-    key = {"model": name, "variant": variant, "source": source, "int8": options, **export_versions()}
+    folder = cache_root() / "onnx" / f"{slug}-{FOLDER_SUFFIX.get(concrete, concrete)}"
+    openvino = concrete.startswith("openvino")
+    options = _options(concrete)
+    if openvino:
+        from sentkit.encoders.openvino_export import openvino_versions, require_openvino
+
+        require_openvino(int8=options is not None, export=True)
+        versions = openvino_versions()
+    else:
+        versions = export_versions()
+    key = {
+        "model": name,
+        "variant": concrete,
+        "source": source,
+        "int8": vars(options) if options is not None else None,  # new defaults mean a new export
+        "check": {"min_mean_cosine": MIN_MEAN_COSINE, "size": DEFAULT_SIZE},
+        **versions,
+    }
     stamp = folder / CACHE_KEY_FILE
     with cache_lock(folder):
         recorded = read_json_object(stamp)
         if rebuild or recorded is None or recorded.get("key") != key or not _intact(folder):
-            from sentkit.encoders import load_encoder
-            from sentkit.encoders.transformer import TransformerEncoder
-
             start = time.perf_counter()
-            encoder = load_encoder(name)
-            if not isinstance(encoder, TransformerEncoder):
-                raise InvalidArgument(
-                    f"model {name!r} is a {type(encoder).__name__}; @{variant} needs a transformer"
-                )
-            export_onnx(encoder, folder, int8=variant == "int8", overwrite=True, source=name)
+            _export(name, concrete, options, folder)
             seconds = round(time.perf_counter() - start, 2)
             atomic_write_json(stamp, {"key": key, "export_seconds": seconds})
-    return OnnxEncoder(folder, threads=threads, name=f"{name}@{variant}")
+    encoder = open_export(folder, threads=threads, name=f"{name}@{variant}")
+    encoder.runtime_info["variant"] = concrete
+    if choice is not None:
+        encoder.runtime_info["int8_choice"] = choice
+    return encoder
+
+
+def _options(variant: str):
+    """The quantization options of a concrete variant (None for the fp32 ones)."""
+    if variant == "int8-dynamic":
+        return Int8Options()
+    if variant == "int8-static":
+        from sentkit.encoders.static_int8 import StaticInt8Options
+
+        return StaticInt8Options()
+    if variant == "openvino-int8":
+        from sentkit.encoders.openvino_export import OpenVinoInt8Options
+
+        return OpenVinoInt8Options()
+    return None
+
+
+def _export(name: str, variant: str, options, folder: Path) -> None:
+    """Export `name` into `folder` as `variant`: calibrated on real sentences where the variant needs them,
+    checked on held-out ones when the benchmark data is there (recorded as skipped when it is not)."""
+    from sentkit.encoders import load_encoder
+    from sentkit.encoders.calibration import SentenceSet, calibration_set, check_set
+    from sentkit.encoders.transformer import TransformerEncoder
+    from sentkit.errors import MissingDataError
+
+    encoder = load_encoder(name)
+    if not isinstance(encoder, TransformerEncoder):
+        raise InvalidArgument(f"model {name!r} is a {type(encoder).__name__}; @{variant} needs a transformer")
+    encoder.eval()
+    calibration = calibration_set(encoder.languages) if variant in CALIBRATED else None
+    try:
+        check: SentenceSet | str = check_set(encoder.languages)
+    except MissingDataError as err:  # recorded in the folder's metadata, and said once
+        check = f"not checked: no held-out sentences ({err})"
+        warnings.warn(f"{name}@{variant}: {check}", DataWarning, stacklevel=3)
+    if variant.startswith("openvino"):
+        from sentkit.encoders.openvino_export import export_openvino
+
+        export_openvino(encoder, folder, options or False, True, name, calibration, check)
+    else:
+        export_onnx(encoder, folder, options or False, True, name, calibration, check)
+
+
+def open_export(folder: str | Path, threads: int | None = None, name: str | None = None) -> OnnxEncoder:
+    """An export folder as an encoder: OpenVinoEncoder for an OpenVINO folder, else OnnxEncoder."""
+    meta = read_json_object(Path(folder) / META_FILE) or {}
+    if meta.get("runtime") == "openvino":
+        from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+
+        return OpenVinoEncoder(folder, threads=threads, name=name)
+    return OnnxEncoder(folder, threads=threads, name=name)
 
 
 def _intact(folder: Path) -> bool:
-    """The model file still has the checksum recorded at export (a truncated copy is exported again)."""
+    """The model file (and an OpenVINO weights file) still have the checksums recorded at export (a
+    truncated copy is exported again)."""
     meta = read_json_object(folder / META_FILE)
-    model = folder / str((meta or {}).get("model_file", ""))
-    return meta is not None and model.is_file() and sha256_file(model) == meta.get("sha256")
+    if meta is None:
+        return False
+    files = {"model_file": "sha256", "weights_file": "weights_sha256"}
+    for name_key, sum_key in files.items():
+        if name_key not in meta and name_key != "model_file":
+            continue
+        path = folder / str(meta.get(name_key, ""))
+        if not path.is_file() or sha256_file(path) != meta.get(sum_key):
+            return False
+    return True
 
 
 def is_onnx_folder(path: Path) -> bool:

@@ -33,7 +33,10 @@ from pathlib import Path
 from sentkit.atomic import atomic_directory, check_writable_dir
 from sentkit.cache import package_version, sha256_file
 from sentkit.encoders.attention import attention_implementation
+from sentkit.encoders.calibration import SentenceSet
+from sentkit.encoders.export_check import export_check_record
 from sentkit.encoders.int8_outliers import DEFAULT_THRESHOLD, outlier_matmuls
+from sentkit.encoders.static_int8 import StaticInt8Options, quantize_static_int8
 from sentkit.errors import OutputPathError
 
 MODEL_FILE = "model.onnx"
@@ -149,8 +152,9 @@ def quantize_int8(
 
 @contextlib.contextmanager
 def _quiet_preprocessing_hint():
-    """quantize_dynamic logs a "consider pre-processing" hint on the root logger for every model; the hint
-    (shape inference before static quantization) does not apply to dynamic quantization."""
+    """quantize_dynamic and quantize_static log a "consider pre-processing" hint on the root logger for every
+    model; the hint (onnxruntime's shape inference and graph optimisation before quantizing) is for graphs
+    whose shapes the quantizer cannot infer, and the traced sentence graph is not one."""
 
     def drop(record: logging.LogRecord) -> bool:
         return "pre-processing before quantization" not in record.getMessage()
@@ -282,66 +286,114 @@ def marker_problem(folder: Path, meta: dict) -> str | None:
 def export_onnx(
     encoder,
     out: str | Path,
-    int8: bool | Int8Options = False,
+    int8: bool | Int8Options | StaticInt8Options = False,
     overwrite: bool = False,
     source: str | None = None,
+    calibration: SentenceSet | None = None,
+    check: SentenceSet | str | None = None,
 ) -> Path:
     """Write `encoder` as an ONNX folder at `out` (atomically); refuse a non-empty `out` unless `overwrite`.
 
-    `int8`: True (or Int8Options) quantizes the graph; `source` is recorded as the model the folder came from.
+    `int8`: True (or Int8Options) quantizes the graph dynamically, StaticInt8Options statically with
+    activation ranges from the `calibration` sentences (required then); `check` sentences, when given, are
+    encoded by the export and by `encoder` and the export is refused unless they agree (export_check.py);
+    a string there is recorded as the reason the export was not checked.
+    `source` is recorded as the model the folder came from.
     """
     out = check_export_target(out, overwrite)
-    options = (int8 if isinstance(int8, Int8Options) else Int8Options()) if int8 else None
+    options = (int8 if isinstance(int8, Int8Options | StaticInt8Options) else Int8Options()) if int8 else None
+    static = isinstance(options, StaticInt8Options)
+    if static and calibration is None:
+        raise ValueError("static int8 needs calibration sentences (calibration.calibration_set)")
     with atomic_directory(out) as tmp:
         fp32 = tmp / ("fp32.onnx" if options else MODEL_FILE)
         export_fp32(encoder, fp32)
         keep_fp32: dict[str, float] = {}
+        quantized = None
         if options:
             cfg = encoder.model.config
-            if options.outlier_ratio > 0 and not options.fuse:  # fused graphs rename their MatMuls
+            fused = not static and options.fuse
+            if options.outlier_ratio > 0 and not fused:  # fused graphs rename their MatMuls
                 keep_fp32 = outlier_matmuls(
                     fp32, encoder.tokenizer, encoder.prefix, encoder.max_length, options.outlier_ratio
                 )
-            quantize_int8(
-                fp32, tmp / MODEL_FILE, options, cfg.num_attention_heads, cfg.hidden_size, list(keep_fp32)
-            )
+            if static:
+                with _quiet_preprocessing_hint():
+                    quantize_static_int8(
+                        fp32, tmp / MODEL_FILE, options, encoder, calibration.sentences, list(keep_fp32)
+                    )
+            else:
+                quantize_int8(
+                    fp32, tmp / MODEL_FILE, options, cfg.num_attention_heads, cfg.hidden_size, list(keep_fp32)
+                )
             for scratch in ("fp32.onnx", "fused.onnx"):
                 (tmp / scratch).unlink(missing_ok=True)
+            quantized = {
+                "method": "onnxruntime quantize_static (QDQ)" if static else "onnxruntime quantize_dynamic",
+                **vars(options),
+                "fp32_matmuls": {name: round(ratio, 2) for name, ratio in keep_fp32.items()},
+            }
+            if static:
+                quantized["calibration"] = calibration.record()
         encoder.tokenizer.save_pretrained(tmp)
         meta = {
             "model_file": MODEL_FILE,
             "inputs": list(INPUTS),
             "output": OUTPUT,
-            "prefix": encoder.prefix,
-            "do_lower_case": bool(encoder.lowercase),
-            "max_length": int(encoder.max_length),
-            "pooling": encoder.pooling_mode,
-            "include_prompt": bool(encoder.include_prompt),
-            "dense": [layer.config() for layer in encoder.dense],
-            "normalize": bool(encoder.normalize),
-            "dim": int(encoder.dim),
-            "pad_token_id": int(encoder.tokenizer.pad_token_id or 0),
-            "languages": list(encoder.languages) if encoder.languages is not None else None,
-            "source": source or encoder.name,
-            "int8": None
-            if options is None
-            else {
-                "method": "onnxruntime quantize_dynamic",
-                **vars(options),
-                "fp32_matmuls": {name: round(ratio, 2) for name, ratio in keep_fp32.items()},
-            },
+            **contract_meta(encoder, source),
+            "int8": quantized,
             "opset": OPSET,
             "versions": export_versions(),
             "sha256": sha256_file(tmp / MODEL_FILE),
-            # what --overwrite may replace later: a file found beside these was added by hand (kept, refused)
-            "files": sorted({p.name for p in tmp.iterdir()} | {META_FILE, "README.md"}),
         }
-        local = Path(meta["source"]).expanduser()
-        if local.is_dir():  # a local model folder as given, and where it is
-            meta["source_absolute"] = str(local.resolve())
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-        (tmp / "README.md").write_text(readme_text(meta))
+        write_meta(tmp, meta, readme_text)
+        if check is not None:
+            from sentkit.encoders.onnx_encoder import OnnxEncoder
+
+            meta["check"] = export_check_record(
+                check,
+                encoder,
+                lambda: OnnxEncoder(tmp, threads=torch_threads()),
+                f"{meta['source']} as {_kind(meta)} ONNX",
+            )
+            write_meta(tmp, meta, readme_text)
     return out
+
+
+def contract_meta(encoder, source: str | None) -> dict:
+    """What a runtime needs to reproduce `encoder`'s vectors from its graph: prefix, casing, truncation,
+    pooling, Dense layers, normalisation, padding, languages, and the model the graph came from."""
+    meta = {
+        "prefix": encoder.prefix,
+        "do_lower_case": bool(encoder.lowercase),
+        "max_length": int(encoder.max_length),
+        "pooling": encoder.pooling_mode,
+        "include_prompt": bool(encoder.include_prompt),
+        "dense": [layer.config() for layer in encoder.dense],
+        "normalize": bool(encoder.normalize),
+        "dim": int(encoder.dim),
+        "pad_token_id": int(encoder.tokenizer.pad_token_id or 0),
+        "languages": list(encoder.languages) if encoder.languages is not None else None,
+        "source": source or encoder.name,
+    }
+    local = Path(meta["source"]).expanduser()
+    if local.is_dir():  # a local model folder as given, and where it is
+        meta["source_absolute"] = str(local.resolve())
+    return meta
+
+
+def write_meta(folder: Path, meta: dict, readme) -> None:
+    """sentkit_onnx.json and README.md of an export folder being written; `meta["files"]` lists what
+    --overwrite may replace later (a file found beside these was added by hand: kept, refused)."""
+    meta["files"] = sorted({p.name for p in folder.iterdir()} | {META_FILE, "README.md"})
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    (folder / "README.md").write_text(readme(meta))
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def require_onnx() -> None:
@@ -374,9 +426,19 @@ print(np.round(vectors @ vectors.T, 3))
 """
 
 
-def _dense_text(layer: dict) -> str:
+def dense_text(layer: dict) -> str:
     activation = layer["activation_function"].rsplit(".", 1)[-1]
     return f", Dense {layer['in_features']} -> {layer['out_features']} ({activation})"
+
+
+def _kind(meta: dict) -> str:
+    if not meta.get("int8"):
+        return "fp32"
+    return (
+        "int8 (static quantization)"
+        if "quantize_static" in meta["int8"]["method"]
+        else "int8 (dynamic quantization)"
+    )
 
 
 def readme_text(meta: dict) -> str:
@@ -386,12 +448,11 @@ def readme_text(meta: dict) -> str:
         if meta["prefix"]
         else ""
     )
-    kind = "int8 (dynamic quantization)" if meta["int8"] else "fp32"
     return (
-        f"# {meta['source']} as ONNX ({kind})\n\n"
+        f"# {meta['source']} as ONNX ({_kind(meta)})\n\n"
         f"`{meta['model_file']}` takes `input_ids` and `attention_mask` (int64, batch x tokens) and returns "
         f"`{meta['output']}` (float32, batch x {meta['dim']}): {meta['pooling']} pooling"
-        f"{''.join(_dense_text(layer) for layer in meta.get('dense', []))}"
+        f"{''.join(dense_text(layer) for layer in meta.get('dense', []))}"
         f"{', L2-normalised' if meta['normalize'] else ''}. {prefix}"
         f"Inputs are cut at {meta['max_length']} tokens.\n\n"
         "Run it with onnxruntime and tokenizers alone (`pip install onnxruntime tokenizers numpy`), "
