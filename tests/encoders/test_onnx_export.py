@@ -183,6 +183,31 @@ def test_overwrite_needs_the_full_marker_an_export_writes(tiny_e5_like, tmp_path
     export_onnx(tiny_e5_like, out, overwrite=True)  # the marker as written: replaced
 
 
+def test_an_openvino_marker_is_judged_by_the_openvino_keys(tmp_path):
+    from sentkit.encoders.onnx_export import MARKER_KEYS, marker_problem
+
+    (tmp_path / "model.xml").write_text("<net/>")
+    (tmp_path / "model.bin").write_bytes(b"w")
+    (tmp_path / META_FILE).write_text("{}")
+    sample = {str: "x", list: [], bool: False, int: 1, dict: {}}
+    onnx_like = {key: sample[types[0]] for key, types in MARKER_KEYS.items()}
+    meta = {key: value for key, value in onnx_like.items() if key != "opset"}
+    meta |= {"runtime": "openvino", "model_file": "model.xml", "weights_file": "model.bin"}
+    meta |= {
+        "inference_precision": "f32",
+        "weights_sha256": "0" * 64,
+        "files": ["model.xml", "model.bin", META_FILE],
+    }
+    assert marker_problem(tmp_path, meta) is None  # no opset: an IR has none
+    assert marker_problem(tmp_path, {**meta, "runtime": "onnx"}) == "no opset"
+    assert (
+        marker_problem(tmp_path, {**meta, "files": ["model.xml", META_FILE]})
+        == "files does not list model.bin"
+    )
+    no_weights = {key: value for key, value in meta.items() if key != "weights_file"}
+    assert marker_problem(tmp_path, no_weights) == "no weights_file"
+
+
 def test_export_never_replaces_the_working_or_home_folder(tmp_path, monkeypatch):
     from sentkit.encoders.onnx_export import check_export_target
     from sentkit.errors import OutputPathError

@@ -259,22 +259,35 @@ MARKER_KEYS: dict[str, tuple[type, ...]] = {
 }
 
 
+# the OpenVINO export (openvino_export.py) writes the same sentence contract, with the IR's weights file and
+# its runtime settings in place of the ONNX opset
+OPENVINO_MARKER_KEYS: dict[str, tuple[type, ...]] = {
+    **{key: types for key, types in MARKER_KEYS.items() if key != "opset"},
+    "runtime": (str,),
+    "weights_file": (str,),
+    "inference_precision": (str,),
+    "weights_sha256": (str,),
+}
+
+
 def marker_problem(folder: Path, meta: dict) -> str | None:
-    """Why `meta` is not a marker `export_onnx` wrote into `folder` (None when it is): every key with its
-    type, and the files it lists present. `--overwrite` deletes the folder only on a full marker."""
-    missing = [key for key in MARKER_KEYS if key not in meta]
+    """Why `meta` is not a marker `export_onnx` (or the OpenVINO export) wrote into `folder` (None when it
+    is): every key with its type, and the files it lists present. `--overwrite` deletes the folder only on a
+    full marker."""
+    keys = OPENVINO_MARKER_KEYS if meta.get("runtime") == "openvino" else MARKER_KEYS
+    missing = [key for key in keys if key not in meta]
     if missing:
         return (
             f"no {', '.join(missing[:3])}{f' and {len(missing) - 3} more keys' if len(missing) > 3 else ''}"
         )
-    for key, types in MARKER_KEYS.items():
+    for key, types in keys.items():
         value = meta[key]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             return f"{key} is {type(value).__name__}, expected {' or '.join(t.__name__ for t in types)}"
     files = meta["files"]
     if not all(isinstance(name, str) and name and Path(name).name == name for name in files):
         return "files: expected a list of file names"
-    for name in (meta["model_file"], META_FILE):
+    for name in (meta["model_file"], META_FILE, *([meta["weights_file"]] if "weights_file" in keys else [])):
         if name not in files:
             return f"files does not list {name}"
     absent = [name for name in files if not (folder / name).is_file()]
