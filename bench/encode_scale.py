@@ -102,11 +102,13 @@ def measured(cmd: list[str], env: dict | None = None) -> dict:
 
 
 def after_start_up(lines: list[tuple[float, str]]) -> float | None:
-    """Rows/s from the first shard's line to the last's (sentkit prints one line per finished shard)."""
+    """Rows/s from the first shard's line to the last's (sentkit prints one line per finished shard). None
+    with fewer than 4 shards: parallel workers land their first shards together, and the rate between two
+    lines that close is no steady state."""
     shards = [
         (t, int(m.group(2)) - int(m.group(1)) + 1) for t, line in lines if (m := SHARD_LINE.match(line))
     ]
-    if len(shards) < 2 or shards[-1][0] <= shards[0][0]:
+    if len(shards) < 4 or shards[-1][0] <= shards[0][0]:
         return None
     return round(sum(rows for _, rows in shards[1:]) / (shards[-1][0] - shards[0][0]), 1)
 
