@@ -156,6 +156,38 @@ def _hook_log(folder):
     return [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
 
 
+def test_workers_ray_cannot_place_are_reported_not_waited_on_silently(ray_session):
+    import ray
+
+    from sentkit.corpus.engine_ray import RayLayout, _wait_ready
+
+    @ray.remote(num_cpus=2)
+    class Hog:  # another job holding both CPUs
+        def ping(self):
+            return 1
+
+    @ray.remote(num_cpus=1)
+    class Worker:
+        def ready(self):
+            return "node-1"
+
+    hog = Hog.remote()
+    ray.get(hog.ping.remote())
+    worker = Worker.remote()
+    notes = []
+
+    def note(line):
+        if not notes:
+            ray.kill(hog)  # the other job ends: the worker gets its CPU (its process starts in seconds)
+        notes.append(line)
+
+    assert _wait_ready(ray, [worker], RayLayout(1, 1.0, 0.0, 1), note=note, every=1.0) == ["node-1"]
+    assert notes and all("still waiting" in line for line in notes)
+    assert "0 of 1 Ray encoder workers started after 1 s" in notes[0]
+    assert "each asks for 1 CPU, the cluster has 0 CPU and 0 GPU free" in notes[0]
+    ray.kill(worker)
+
+
 @pytest.mark.slow
 def test_two_actors_on_two_cpus_run_side_by_side_one_thread_each(ray_session, model_dir, tmp_path):
     corpus = _corpus(tmp_path / "corpus", [json.dumps({"text": t}) for t in LINES[25:]])

@@ -24,6 +24,7 @@ import dataclasses
 import logging
 import math
 import os
+import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -37,6 +38,8 @@ QUEUED_PER_ACTOR = 2
 # restarts of a dead actor and retries of its lost shard (Ray's default for max_task_retries with restarts is
 # forever: a shard that kills its worker every time would hang the run)
 RETRIES = 3
+# seconds between the lines that say the actors are still waiting for Ray to place them
+PLACE_NOTE_S = 30.0
 
 
 class WorkerLost(SentkitError):
@@ -124,8 +127,7 @@ def run_ray(job: EncodeJob, info: dict) -> Iterator[dict | InputEnd]:
         layout = ray_layout(node_cpus, gpus, job.workers, job.threads, job.device)
         info.update(asdict(layout), device="cuda" if layout.gpus_per_worker else "cpu")
         actors = _start_actors(ray, job, layout)
-        with _quiet():
-            where = ray.get([actor.ready.remote() for actor in actors])
+        where = _wait_ready(ray, actors, layout)
         info["nodes"] = len(set(where))
         yield from _dispatch(ray, job, actors)
     except Exception as err:
@@ -183,6 +185,36 @@ def _start_actors(ray, job: EncodeJob, layout: RayLayout) -> list:
             remote.remote(worker_job, layout.threads, layout.gpus_per_worker > 0)
             for _ in range(layout.workers)
         ]
+
+
+def _wait_ready(ray, actors: list, layout: RayLayout, note=None, every: float = PLACE_NOTE_S) -> list[str]:
+    """The node ids of the actors once each has loaded its encoder. While some wait for Ray to place them
+    (the CPUs or GPUs they ask for are taken, or the cluster is smaller than it was), a line on stderr every
+    `every` seconds says how many have started and what the cluster has free: Ray itself waits silently."""
+    note = note or _stderr
+    refs = [actor.ready.remote() for actor in actors]
+    waited = 0.0
+    while True:
+        with _quiet():
+            ready, pending = ray.wait(refs, num_returns=len(refs), timeout=every)
+        if not pending:
+            with _quiet():
+                return ray.get(refs)
+        waited += every
+        with _quiet():
+            free = ray.available_resources()
+        ask = f"{layout.cpus_per_worker:g} CPU"
+        if layout.gpus_per_worker:
+            ask += f" + {layout.gpus_per_worker:g} GPU"
+        note(
+            f"encode: {len(ready)} of {len(refs)} Ray encoder workers started after {waited:g} s; each asks "
+            f"for {ask}, the cluster has {free.get('CPU', 0):g} CPU and {free.get('GPU', 0):g} GPU free "
+            "(another job holding them, or a node gone?); still waiting"
+        )
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _dispatch(ray, job: EncodeJob, actors: list) -> Iterator[dict | InputEnd]:
