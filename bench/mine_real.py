@@ -301,7 +301,7 @@ def run_set(name: str, vs: VectorSet, args) -> dict:
     exact_q = (exact_lists[0](qx), exact_lists[1](qy))
     exact = {"f1": exact_f1, "stages": dict(meter.stages), "forward": ex_fwd, "backward": ex_bwd}
     print(f"  exact: F1 {'~' if exact_f1['estimate'] else ''}{exact_f1['f1']}", flush=True)
-    runs = []
+    runs, seen = [], {}
     for kind, nprobe in index_grid(args.index, args.nprobe):
         config = IndexConfig(
             kind=kind,
@@ -311,7 +311,14 @@ def run_set(name: str, vs: VectorSet, args) -> dict:
             exact_dtype=args.exact_dtype,
             recall_queries=args.queries,
         )
+        key = same_search_key(config, X.n, Y.n, X.dim)
+        if key in seen:  # e.g. auto resolving to a factory string of the grid: the same search again
+            runs.append(seen[key] | {"index": kind, "nprobe": nprobe, "same_as": seen[key]["index"]})
+            print(f"  {kind}: the same search as {seen[key]['index']}", flush=True)
+            continue
         runs.append(run_index(config, X, Y, gold, partner_y, (qx, qy), exact_q, exact, (sx, sy), full, args))
+        if key is not None:
+            seen[key] = runs[-1]
     result = {
         "set": name,
         "source_rows": nx,
@@ -325,6 +332,15 @@ def run_set(name: str, vs: VectorSet, args) -> dict:
     if not args.skip_st:
         result["st_recipe"] = run_st(vs, partner_y, (qx, qy), exact_q, (sx, sy), full, runs, args)
     return result
+
+
+def same_search_key(config: IndexConfig, nx: int, ny: int, dim: int) -> tuple | None:
+    """What decides the searches of a config: the resolved index of each direction and, for IVF, nprobe."""
+    try:
+        fwd, bwd = resolve_kind(config, nx, ny, dim)[0], resolve_kind(config, ny, nx, dim)[0]
+    except InvalidArgument:
+        return None
+    return fwd, bwd, config.nprobe if (ivf_lists(fwd) or ivf_lists(bwd)) else None
 
 
 def run_index(config, X, Y, gold, partner_y, queries, exact_q, exact, sample, full, args) -> dict:
@@ -419,7 +435,8 @@ def load_model_vectors(folder: Path) -> np.ndarray:
     return out
 
 
-def build_sets(vectors: np.ndarray, half_mask, other, english, args) -> list[tuple[str, VectorSet]]:
+def build_sets(vectors: np.ndarray, half_mask, other, english, args):
+    """(name, VectorSet) of each of `args.sets`, built one at a time (a 1M set is 3 GB)."""
     rows = real_rows(half_mask, other, english, args.seed)
     real = VectorSet(vectors[rows["src"]], vectors[rows["tgt"]], rows["gold"], {"counts": rows["counts"]})
     print(f"real set of half {args.half}: {rows['counts']}", flush=True)
@@ -430,10 +447,9 @@ def build_sets(vectors: np.ndarray, half_mask, other, english, args) -> list[tup
     real.info["pair_cos_quantiles"] = [
         round(float(v), 4) for v in np.quantile(stats["pair_cos"], [0.05, 0.25, 0.5, 0.75, 0.95])
     ]
-    out = []
     for name in args.sets:
         if name == "real":
-            out.append((name, real))
+            yield name, real
             continue
         kind, n = name.rsplit("-", 1)
         if kind == "realistic":
@@ -448,8 +464,8 @@ def build_sets(vectors: np.ndarray, half_mask, other, english, args) -> list[tup
             vs = VectorSet(
                 x, y, gold, {"what": "planted_bitext: the worst case, no real structure", "noise": args.noise}
             )
-        out.append((name, vs))
-    return out
+        yield name, vs
+        del vs
 
 
 def small_cache(seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
@@ -530,9 +546,10 @@ def main(argv: list[str] | None = None) -> dict:
         if vectors is None:
             vectors = load_model_vectors(cache / model.replace("/", "_"))
         half_mask = halves(len(vectors), other, english, args.seed) == "AB".index(args.half)
-        sets = build_sets(vectors, half_mask, other, english, args)
+        models[model] = [
+            run_set(name, vs, args) for name, vs in build_sets(vectors, half_mask, other, english, args)
+        ]
         del vectors
-        models[model] = [run_set(name, vs, args) for name, vs in sets]
         print_table(model, models[model], args.k)
     result = {
         "what": "sentkit mine's indexes on real, realistic and structureless sets, against exact search and "

@@ -148,6 +148,10 @@ def real_statistics(real: VectorSet, sample: int, seed: int) -> dict:
     """The real set's nearest-neighbour cosines (`sample` unpaired source rows to their nearest target row)
     and the cosines of all its translation pairs, each sorted."""
     rows = unpaired_sample(real.gold, sample, np.random.default_rng(seed))
+    if not len(rows):
+        raise InvalidArgument(
+            "the real set has no unpaired source rows to measure nearest-neighbour cosines on"
+        )
     src = np.flatnonzero(real.gold >= 0)
     pair_cos = np.einsum("nd,nd->n", real.x[src], real.y[real.gold[src]])
     nn, knn_mean = nn_cosines(real.x, real.y, rows)
@@ -165,13 +169,18 @@ def noise_factor(vectors: np.ndarray, rows: int = 20_000, seed: int = 0) -> np.n
 
 
 def perturb_into(
-    out: np.ndarray, base: np.ndarray, cos: np.ndarray, factor: np.ndarray, rng: np.random.Generator
+    out: np.ndarray,
+    base: np.ndarray,
+    pick: np.ndarray,
+    cos: np.ndarray,
+    factor: np.ndarray,
+    rng: np.random.Generator,
 ) -> None:
-    """out[i] = cos[i] base[i] + sqrt(1 - cos[i]^2) u[i], u[i] the unit part of shaped Gaussian noise
-    orthogonal to base[i]: normalize(base + s g) with s such that cos(base[i], out[i]) = cos[i]."""
-    for start in range(0, len(base), GENERATE_CHUNK):
+    """out[i] = cos[i] b + sqrt(1 - cos[i]^2) u[i] with b = base[pick[i]] and u[i] the unit part of shaped
+    Gaussian noise orthogonal to b: normalize(b + s g) with s such that cos(b, out[i]) = cos[i]."""
+    for start in range(0, len(pick), GENERATE_CHUNK):
         rows = slice(start, start + GENERATE_CHUNK)
-        b = base[rows]
+        b = base[pick[rows]]
         g = rng.standard_normal(b.shape, dtype=np.float32) @ factor.T  # (c, d)
         g -= np.einsum("cd,cd->c", g, b)[:, None] * b
         g /= np.linalg.norm(g, axis=1, keepdims=True)
@@ -212,15 +221,11 @@ def realistic_set(
     y = np.empty_like(x)
     history = []
     for round_ in range(rounds + 1):
-        perturb_into(
-            x, x_base[bx], np.interp(px, LEVELS, copy_q), factor, np.random.default_rng(noise_seeds[0])
-        )
-        perturb_into(
-            y, y_base[by], np.interp(py, LEVELS, copy_q), factor, np.random.default_rng(noise_seeds[1])
-        )
-        y[gold[planted]] = 0  # filled below, from the finished source rows
+        x_cos, y_cos = np.interp(px, LEVELS, copy_q), np.interp(py, LEVELS, copy_q)
+        perturb_into(x, x_base, bx, x_cos, factor, np.random.default_rng(noise_seeds[0]))
+        perturb_into(y, y_base, by, y_cos, factor, np.random.default_rng(noise_seeds[1]))
         part = np.empty((n_pairs, x.shape[1]), dtype=np.float32)
-        perturb_into(part, x[planted], pair_cos, factor, np.random.default_rng(noise_seeds[2]))
+        perturb_into(part, x, planted, pair_cos, factor, np.random.default_rng(noise_seeds[2]))
         y[gold[planted]] = part
         nn, knn_mean = nn_cosines(x, y, measure)
         built = np.quantile(nn, LEVELS)

@@ -303,6 +303,7 @@ def test_mine_real_runs_every_set_and_index_on_the_small_cache(tmp_path):
     out = tmp_path / "mine_real.json"
     argv = ["--small", "--sets", "real,realistic-3000,structureless-2000", "--exact-max", "2500"]
     argv += ["--f1-sample", "200", "--queries", "200", "--index", "auto", "--index", "IVF16,Flat"]
+    argv += ["--index", "IVF16,Flat"]  # asked twice: searched once
     result = bench.main(argv + ["--nprobe", "4", "--threads", "1", "--out", str(out)])
     runs = result["models"]["small-synthetic"]
     assert [s["set"] for s in runs] == ["real", "realistic-3000", "structureless-2000"]
@@ -312,6 +313,7 @@ def test_mine_real_runs_every_set_and_index_on_the_small_cache(tmp_path):
     ivf = real["runs"][1]
     assert ivf["forward"]["factory"] == "IVF16,Flat" and ivf["forward"]["nprobe"] == 4
     assert 0.3 < ivf["sample_forward"]["recall_at_k"] <= 1.0 and ivf["sample_forward"]["queries"] == 200
+    assert real["runs"][2]["same_as"] == "IVF16,Flat" and real["runs"][2]["f1"] == ivf["f1"]
     assert realistic["exact"]["f1"]["estimate"] and realistic["runs"][1]["f1"]["estimate"]
     assert realistic["planted_pairs"] == 300 and realistic["exact"]["f1"]["f1"] > 50
     st = realistic["st_recipe"]
