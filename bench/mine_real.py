@@ -375,6 +375,8 @@ def run_index(config, X, Y, gold, partner_y, queries, exact_q, exact, sample, fu
         "backward": bwd,
         "stages": meter.stages,
         "mining_s": round(sum(s["wall_s"] for s in meter.stages.values()), 2),
+        # inside mining_s: sentkit mine's own recall check (exact search of sampled queries), each direction
+        "recall_check_s": round(sum(i.get("recall", {}).get("exact_s", 0) for i in (fwd, bwd)), 2),
         "peak_rss_mib": max(s["peak_rss_mib"] for s in meter.stages.values()),
         "sample_forward": neighbour_metrics(qx, exact_q[0], x_s, x_n, gold),
         "sample_backward": neighbour_metrics(qy, exact_q[1], y_s, y_n, partner_y),

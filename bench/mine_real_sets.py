@@ -89,7 +89,7 @@ def halves(n: int, a: np.ndarray, b: np.ndarray, seed: int = 0) -> np.ndarray:
 @dataclass
 class VectorSet:
     """Unit source rows x, unit target rows y and gold[i]: the target row of source row i's translation
-    (-1: none); `rows` say where each side's rows came from and `info` how the set was built."""
+    (-1: none); `info` says how the set was built."""
 
     x: np.ndarray
     y: np.ndarray
@@ -205,7 +205,10 @@ def realistic_set(
     y_base = real.y[~matched]
     if not len(x_base) or not len(y_base):
         raise InvalidArgument("the realistic set copies unpaired real texts; this half has none on a side")
-    factor = noise_factor(np.concatenate([x_base[:10_000], y_base[:10_000]]), seed=seed)
+    picked = [
+        b[np.sort(rng.choice(len(b), size=min(10_000, len(b)), replace=False))] for b in (x_base, y_base)
+    ]
+    factor = noise_factor(np.concatenate(picked), seed=seed)
     bx, by = rng.integers(len(x_base), size=n), rng.integers(len(y_base), size=n)
     px, py = rng.random(n), rng.random(n)  # quantile level of each row's copy cosine
     n_pairs = int(round(paired * n))
