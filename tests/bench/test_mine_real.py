@@ -146,3 +146,35 @@ def test_st_recipe_margins_equal_a_hand_computation():
 def test_index_grid_probes_only_ivf_indexes():
     grid = mine_real.index_grid(["auto", "IVF64,Flat", "HNSW32"], [8, 32])
     assert grid == [("auto", 8), ("auto", 32), ("IVF64,Flat", 8), ("IVF64,Flat", 32), ("HNSW32", None)]
+
+
+def test_main_reads_a_cache_of_pairs_and_shard_folders(tmp_path):
+    from mine_scale import write_side
+
+    tables, other, english = mine_real.small_cache(0)
+    write_side(tmp_path / "tiny@model", tables["small-synthetic"], "text", 1000)
+    lines = [f"{o}\t{e}\ttatoeba:xxx-eng\n" for o, e in zip(other[:500], english[:500])]
+    lines += [f"{e}\t{o}\txnli:xx-en\n" for o, e in zip(other[500:], english[500:])]  # XNLI: English first
+    (tmp_path / "pairs.tsv").write_text("".join(lines))
+    argv = ["--cache", str(tmp_path), "--models", "tiny@model", "--sets", "real", "--index", "IVF16,Flat"]
+    argv += [
+        "--nprobe",
+        "4",
+        "--queries",
+        "200",
+        "--skip-st",
+        "--half",
+        "B",
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
+    result = mine_real.main(argv)
+    (real,) = result["models"]["tiny@model"]
+    half = sets.halves(4000, other, english, seed=0) == 1
+    expected = sets.real_rows(half, other, english, seed=0)["counts"]
+    assert real["info"]["counts"] == expected and result["half"] == "B"
+    assert real["planted_pairs"] == expected["planted_pairs"] > 100
+    assert real["exact"]["f1"]["f1"] > 80  # the pairs are noisy copies: exact search finds them
+    (tmp_path / "pairs.tsv").write_text("1\t2\tbucc:de-en\n")
+    with pytest.raises(mine_real.InvalidArgument, match="pairs.tsv:1: unknown source"):
+        mine_real.main(argv)
