@@ -1,9 +1,13 @@
-"""What every bench script reports the same way: sentences/s rows from repeated timings, provenance, output."""
+"""What every bench script reports the same way: sentences/s rows from repeated timings, stage timings with
+the peak RSS, provenance, output."""
 
 from __future__ import annotations
 
+import os
 import statistics
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from sentkit.atomic import atomic_write_json
@@ -37,3 +41,39 @@ def write_result(out: str | Path, result: dict) -> dict:
     atomic_write_json(out, result)
     print(f"wrote {out}")
     return result
+
+
+class StageMeter:
+    """Wall and CPU seconds and the peak RSS (sampled every 20 ms) of named stages."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, dict] = {}
+
+    @contextmanager
+    def stage(self, name: str):
+        peak, running = [rss_mib()], [True]
+
+        def sample():
+            while running[0]:
+                peak[0] = max(peak[0], rss_mib())
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            running[0] = False
+            sampler.join()
+            self.stages[name] = {
+                "wall_s": round(time.perf_counter() - wall, 2),
+                "cpu_s": round(time.process_time() - cpu, 2),
+                "peak_rss_mib": round(max(peak[0], rss_mib()), 1),
+            }
+            print(f"  {name:<16} {self.stages[name]}", flush=True)
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20

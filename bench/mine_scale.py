@@ -23,15 +23,13 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
+from bench_common import StageMeter, provenance, write_result  # noqa: E402
 from bitext_mining import planted_bitext  # noqa: E402
 
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
@@ -59,42 +57,6 @@ class RowVectors:
 
     def encode(self, sentences, batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         return self.embeddings[[int(s.rsplit(" ", 1)[1]) for s in sentences]]
-
-
-class StageMeter:
-    """Wall and CPU seconds and the peak RSS (sampled every 20 ms) of named stages."""
-
-    def __init__(self) -> None:
-        self.stages: dict[str, dict] = {}
-
-    @contextmanager
-    def stage(self, name: str):
-        peak, running = [_rss_mib()], [True]
-
-        def sample():
-            while running[0]:
-                peak[0] = max(peak[0], _rss_mib())
-                time.sleep(0.02)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        wall, cpu = time.perf_counter(), time.process_time()
-        try:
-            yield
-        finally:
-            running[0] = False
-            sampler.join()
-            self.stages[name] = {
-                "wall_s": round(time.perf_counter() - wall, 2),
-                "cpu_s": round(time.process_time() - cpu, 2),
-                "peak_rss_mib": round(max(peak[0], _rss_mib()), 1),
-            }
-            print(f"  {name:<16} {self.stages[name]}", flush=True)
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def write_side(folder: Path, vectors: np.ndarray, prefix: str, shard_size: int) -> ShardVectors:

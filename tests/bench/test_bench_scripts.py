@@ -296,3 +296,30 @@ def test_encode_scale_corpus_cycles_real_sentences_and_measures_a_process_tree(t
     assert corpus.read_text().splitlines() == ["a", "b", "c", "a", "b", "c", "a"]
     run = bench.measured([sys.executable, "-c", "import time; x = bytearray(200 * 2**20); time.sleep(0.5)"])
     assert run["peak_tree_rss_mib"] > 150 and run["wall_s"] >= 0.5
+
+
+def test_mine_real_runs_every_set_and_index_on_the_small_cache(tmp_path):
+    bench = _bench("mine_real")
+    out = tmp_path / "mine_real.json"
+    argv = ["--small", "--sets", "real,realistic-3000,structureless-2000", "--exact-max", "2500"]
+    argv += ["--f1-sample", "200", "--queries", "200", "--index", "auto", "--index", "IVF16,Flat"]
+    argv += ["--index", "IVF16,Flat"]  # asked twice: searched once
+    result = bench.main(argv + ["--nprobe", "4", "--threads", "1", "--out", str(out)])
+    runs = result["models"]["small-synthetic"]
+    assert [s["set"] for s in runs] == ["real", "realistic-3000", "structureless-2000"]
+    real, realistic, _ = runs
+    assert not real["f1_is_estimate"] and realistic["f1_is_estimate"]
+    assert real["runs"][0]["same_as_exact"]  # auto is exact at this size: the reference run is reused
+    ivf = real["runs"][1]
+    assert ivf["forward"]["factory"] == "IVF16,Flat" and ivf["forward"]["nprobe"] == 4
+    assert 0.3 < ivf["sample_forward"]["recall_at_k"] <= 1.0 and ivf["sample_forward"]["queries"] == 200
+    assert real["runs"][2]["same_as"] == "IVF16,Flat" and real["runs"][2]["f1"] == ivf["f1"]
+    assert realistic["exact"]["f1"]["estimate"] and realistic["runs"][1]["f1"]["estimate"]
+    assert realistic["planted_pairs"] == 300 and realistic["exact"]["f1"]["f1"] > 50
+    st = realistic["st_recipe"]
+    assert st["settings"]["nprobe"] == 3 and st["f1"]["estimate"]
+    assert realistic["runs"][1]["st_f1_ratio"] == pytest.approx(
+        st["f1"]["f1"] / realistic["runs"][1]["f1"]["f1"], abs=1e-3
+    )
+    assert set(result["cpu_flags"]) >= {"avx2", "avx512f"} and "faiss" in result["versions"]
+    assert json.loads(out.read_text())["half"] == "A"
