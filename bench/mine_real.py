@@ -29,6 +29,7 @@ bench/out/mine_real.json.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -429,11 +430,31 @@ def run_st(vs: VectorSet, partner_y, queries, exact_q, sample, full, runs, args)
 
 # ---- inputs ------------------------------------------------------------------------------------------------
 def load_model_vectors(folder: Path) -> np.ndarray:
-    """Every row of a finished shard folder, L2-normalised, in one (n, d) float32 array."""
-    vectors = ShardVectors(folder)
-    out = np.empty((vectors.n, vectors.dim), dtype=np.float32)
-    for start, block in vectors.blocks():
-        out[start : start + len(block)] = block
+    """Every row of a shard folder, L2-normalised, in one (n, d) float32 array. A folder still being
+    encoded (or stopped) gives its encoded prefix: the finished shards that run on from row 1 (a warning says
+    how many rows that is); the caller drops the pairs beyond it."""
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    if manifest.get("complete"):
+        vectors = ShardVectors(folder)
+        out = np.empty((vectors.n, vectors.dim), dtype=np.float32)
+        for start, block in vectors.blocks():
+            out[start : start + len(block)] = block
+        return out
+    blocks, row = [], 1
+    for shard in sorted(manifest["shards"], key=lambda s: (s["input"], s["first_row"])):
+        if shard["input"] != 0 or shard["first_row"] != row:
+            break
+        blocks.append(np.load(folder / shard["name"]).astype(np.float32))
+        row += shard["rows"]
+    if not blocks:
+        raise InvalidArgument(f"{folder}: no finished shard from row 1 yet")
+    out = np.concatenate(blocks)
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    print(
+        f"warning: {folder} is not complete: using its encoded prefix, the first {len(out):,} texts",
+        file=sys.stderr,
+        flush=True,
+    )
     return out
 
 
@@ -543,14 +564,16 @@ def main(argv: list[str] | None = None) -> dict:
             raise InvalidArgument(f"--cache {cache}: no pairs.tsv; run bench/real_sentences.py first")
         other, english = read_pairs(cache / "pairs.tsv")
         tables = {m: None for m in args.models.split(",")}
-    models = {}
+    models, rows_used = {}, {}
     for model, vectors in tables.items():
+        pairs = other, english
         if vectors is None:
             vectors = load_model_vectors(cache / model.replace("/", "_"))
-        half_mask = halves(len(vectors), other, english, args.seed) == "AB".index(args.half)
-        models[model] = [
-            run_set(name, vs, args) for name, vs in build_sets(vectors, half_mask, other, english, args)
-        ]
+            inside = (other < len(vectors)) & (english < len(vectors))
+            pairs = other[inside], english[inside]
+            rows_used[model] = {"texts": len(vectors), "translation_pairs": int(inside.sum())}
+        half_mask = halves(len(vectors), *pairs, args.seed) == "AB".index(args.half)
+        models[model] = [run_set(name, vs, args) for name, vs in build_sets(vectors, half_mask, *pairs, args)]
         del vectors
         print_table(model, models[model], args.k)
     result = {
@@ -563,6 +586,7 @@ def main(argv: list[str] | None = None) -> dict:
         "cpu_flags": cpu_flags(),
         "threads": args.threads or os.cpu_count(),
         "models": models,
+        "rows_used": rows_used,
         "total_s": round(time.perf_counter() - started, 1),
         "load_average": os.getloadavg(),
         **provenance(faiss=faiss.__version__),
