@@ -323,3 +323,21 @@ def test_mine_real_runs_every_set_and_index_on_the_small_cache(tmp_path):
     )
     assert set(result["cpu_flags"]) >= {"avx2", "avx512f"} and "faiss" in result["versions"]
     assert json.loads(out.read_text())["half"] == "A"
+
+
+def test_mine_e2e_runs_the_mine_command_on_shard_folders_and_scores_its_tsv(tmp_path):
+    bench = _bench("mine_e2e")
+    result = bench.main(["--small", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "e2e.json")])
+    planted = result["planted_pairs"]
+    assert planted["planted"] == 300 and planted["pairs"] > 0
+    best = planted["best"]
+    assert best["f1"] == pytest.approx(
+        200 * best["precision"] * best["recall"] / (100 * (best["precision"] + best["recall"])), abs=0.01
+    )
+    assert best["f1"] > 50  # the planted pairs are found: rows and texts ("x i", "y j") line up
+    mine = result["mine"]
+    assert mine["wall_s"] > 0 and mine["peak_rss_mib"] > 50
+    assert mine["sidecar"]["index"]["forward"]["index"] == "flat"  # 3,000 x 3,000: auto searches exactly
+    # the TSV's rows are the set's rows: every mined pair is read back with its score
+    score, src, tgt = bench.read_mined(tmp_path / "work" / "pairs.tsv")
+    assert len(score) == planted["pairs"] and src.max() < 3000 and tgt.max() < 3000
