@@ -233,10 +233,10 @@ def test_auto_is_exact_up_to_flat_max_squared_then_the_fastscan_preset():
     assert resolve_kind(config, 1000, 1000, 384)[0] == "flat"
     assert resolve_kind(config, 500, 2000, 384)[0] == "flat"  # the product of the sides counts
     kind, why = resolve_kind(config, 1001, 1000, 384)
-    assert kind == "IVF25,PQ96x4fs" and "exceeds --flat-max 1000 squared" in why  # 64 lists, at most n / 39
+    assert kind == "IVF25,PQ192x4fs" and "exceeds --flat-max 1000 squared" in why  # 64 lists, at most n / 39
     assert resolve_kind(IndexConfig(), 250_000, 250_000, 384)[0] == "flat"
-    assert resolve_kind(IndexConfig(), 1_000_000, 1_000_000, 384)[0] == "IVF2048,PQ96x4fs"
-    assert resolve_kind(IndexConfig(nlist=4096, pq_m=192), 10**6, 10**6, 384)[0] == "IVF4096,PQ192x4fs"
+    assert resolve_kind(IndexConfig(), 1_000_000, 1_000_000, 384)[0] == "IVF2048,PQ192x4fs"
+    assert resolve_kind(IndexConfig(nlist=4096, pq_m=96), 10**6, 10**6, 384)[0] == "IVF4096,PQ96x4fs"
     assert resolve_kind(IndexConfig(kind="ivfpq"), 10**6, 10**6, 384)[0] == "OPQ64,IVF16384,PQ64"
     assert resolve_kind(IndexConfig(kind="ivfpq", nlist=4096, pq_m=48), 10**6, 10**6, 384)[0] == (
         "OPQ48,IVF4096,PQ48"
@@ -257,8 +257,8 @@ def test_preset_parameters_follow_the_key_count():
 @pytest.mark.parametrize(
     ("n", "lists", "nprobe", "train"),
     [
-        (1_000_000, 2048, 16, 79_872),  # 2 sqrt(n) = 2,000 -> 2,048 lists; 39 training rows a list
-        (4_000_000, 4096, 32, 159_744),
+        (1_000_000, 2048, 8, 79_872),  # 2 sqrt(n) = 2,000 -> 2,048 lists; 39 training rows a list
+        (4_000_000, 4096, 16, 159_744),
         (300_000, 1024, 8, 65_536),  # 1,095 -> 1,024; training at least 65,536 rows
         (20_000, 256, 8, 20_000),  # 283 -> 256 lists (20,000 / 39 = 512 allows them); all rows train
         (3_000, 76, 8, 3_000),  # 110 -> 128, but at most 3,000 / 39 = 76 lists
@@ -266,16 +266,16 @@ def test_preset_parameters_follow_the_key_count():
 )
 def test_fastscan_preset_derives_lists_probes_refine_and_training_from_n(n, lists, nprobe, train):
     config = IndexConfig()
-    factory = resolve_kind(config, n, n, 384)[0] if n > 250_000 else f"IVF{fastscan_nlist(n)},PQ96x4fs"
-    assert factory == f"IVF{lists},PQ96x4fs"
+    factory = resolve_kind(config, n, n, 384)[0] if n > 250_000 else f"IVF{fastscan_nlist(n)},PQ192x4fs"
+    assert factory == f"IVF{lists},PQ192x4fs"
     assert approximate_knobs(config, factory, n) == {"nprobe": nprobe, "refine": 16, "train_rows": train}
     asked = IndexConfig(nprobe=5, refine=3, train_size=1234)
     assert approximate_knobs(asked, factory, n) == {"nprobe": 5, "refine": 3, "train_rows": 1234}
 
 
 def test_fastscan_sub_quantizers_and_factory_strings_keep_their_defaults():
-    assert (fastscan_pq_m(384), fastscan_pq_m(768), fastscan_pq_m(300), fastscan_pq_m(32)) == (96, 192, 75, 8)
-    assert (fastscan_nprobe(2048), fastscan_nprobe(512), fastscan_nprobe(4)) == (16, 8, 4)
+    assert [fastscan_pq_m(dim) for dim in (384, 768, 300, 32)] == [192, 384, 150, 16]
+    assert (fastscan_nprobe(4096), fastscan_nprobe(2048), fastscan_nprobe(4)) == (16, 8, 4)
     # a factory string or the ivfpq preset: FAISS-string defaults (nprobe 128 in approximate.py, refine 4)
     for config in (IndexConfig(kind="IVF1024,PQ96x4fs"), IndexConfig(kind="ivfpq")):
         knobs = approximate_knobs(config, "IVF1024,PQ96x4fs", 10**6)

@@ -10,6 +10,7 @@ exactly. Recall against exact search is measured by the caller (recall.py).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -89,22 +90,30 @@ def approximate_search(
     fetch = min(keys.n, max(k, refine * k))
     best_s = np.empty((queries.n, k), dtype=np.float32)
     best_i = np.empty((queries.n, k), dtype=np.int64)
-    short, refine_s = [], 0.0
-    for q_start, q_block in _query_blocks(queries, query_block):
-        _, cand = index.search(q_block, fetch)  # (b, fetch) key rows, -1 where the probed lists ran out
-        refine_start = time.perf_counter()
-        for sub in range(0, len(q_block), REFINE_ROWS):
-            q_rows, c_rows = q_block[sub : sub + REFINE_ROWS], cand[sub : sub + REFINE_ROWS]
-            safe = np.maximum(c_rows, 0)
-            vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
-            rows = slice(q_start + sub, q_start + sub + len(q_rows))
-            best_s[rows], best_i[rows] = rescored_topk(q_rows, vectors, c_rows, k)
-            short.extend(q_start + sub + np.flatnonzero((best_i[rows] < 0).any(axis=1)))
-        refine_s += time.perf_counter() - refine_start
+    refine_s = 0.0
+
+    def refine_rows(at: int, q_rows: np.ndarray, c_rows: np.ndarray) -> None:
+        safe = np.maximum(c_rows, 0)
+        vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
+        best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = rescored_topk(
+            q_rows, vectors, c_rows, k
+        )
+
+    # the gathers and products release the GIL: with the keys in memory, one thread per core re-scores
+    workers = max(1, faiss.omp_get_max_threads()) if table is not None else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for q_start, q_block in _query_blocks(queries, query_block):
+            _, cand = index.search(q_block, fetch)  # (b, fetch) key rows, -1 where the probed lists ran out
+            refine_start = time.perf_counter()
+            subs = range(0, len(q_block), REFINE_ROWS)
+            jobs = [(q_start + a, q_block[a : a + REFINE_ROWS], cand[a : a + REFINE_ROWS]) for a in subs]
+            list(pool.map(lambda job: refine_rows(*job), jobs))
+            refine_s += time.perf_counter() - refine_start
+    short = np.flatnonzero((best_i < 0).any(axis=1))
     timings["search_s"] = round(time.perf_counter() - start, 2)
     timings["refine_s"] = round(refine_s, 2)  # of search_s: gathering and re-scoring the candidates
-    if short:  # rare: an exact search for the queries whose probed lists held fewer than k keys
-        rows = np.array(short)
+    if len(short):  # rare: an exact search for the queries whose probed lists held fewer than k keys
+        rows = short
         best_s[rows], best_i[rows], _ = exact_search(UnitRows(queries.take(rows)), keys, k, "float32")
     info = {"index": "approximate", "factory": factory, "metric": "inner product", "keys": keys.n}
     info |= {"nlist": lists, **params, "train_size": sample, "fetched_per_query": fetch, "refine": refine}

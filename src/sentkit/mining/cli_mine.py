@@ -92,13 +92,13 @@ def add_index_arguments(parser, positive_int) -> None:
         "--nlist", type=positive_int, default=None, help="ivfpq, ivf-fastscan: IVF lists (16 / 2 sqrt(n))"
     )
     parser.add_argument(
-        "--pq-m", type=positive_int, default=None, help="ivfpq, ivf-fastscan: PQ sub-quantizers (64 / dim/4)"
+        "--pq-m", type=positive_int, default=None, help="ivfpq, ivf-fastscan: PQ sub-quantizers (64 / dim/2)"
     )
     parser.add_argument(
         "--nprobe",
         type=positive_int,
         default=None,
-        help=f"IVF lists visited per query (ivf-fastscan: lists/128; else {DEFAULT_NPROBE})",
+        help=f"IVF lists visited per query (ivf-fastscan: lists/256; else {DEFAULT_NPROBE})",
     )
     parser.add_argument(
         "--ef-search",

@@ -113,8 +113,8 @@ def preset_nlist(n: int) -> int:
     return max(1, min(nlist, 65_536, n // 39))
 
 
-FASTSCAN_DIMS_PER_CODE = 4  # ivf-fastscan: dims per 4-bit sub-quantizer (96 for 384 dims: 48 bytes a row)
-FASTSCAN_PROBE_SHARE = 128  # ivf-fastscan: nprobe = lists / 128, so a query scans about n / 128 codes
+FASTSCAN_DIMS_PER_CODE = 2  # ivf-fastscan: dims per 4-bit sub-quantizer (192 for 384 dims: 96 bytes a row)
+FASTSCAN_PROBE_SHARE = 256  # ivf-fastscan: nprobe = lists / 256, so a query scans about n / 256 codes
 FASTSCAN_MIN_NPROBE = 8
 FASTSCAN_REFINE = 16  # ivf-fastscan: candidates per wanted neighbour, re-scored exactly (64 for k = 4)
 
@@ -129,13 +129,14 @@ def fastscan_nlist(n: int) -> int:
 
 
 def fastscan_pq_m(dim: int) -> int:
-    """4-bit sub-quantizers of the ivf-fastscan preset: dim / 4 (96 for 384 dims) where 4 divides the dim,
+    """4-bit sub-quantizers of the ivf-fastscan preset: dim / 2 (192 for 384 dims) where 2 divides the dim,
     else the largest divisor of the dim up to that. Sentence vectors' nearest neighbours lie close
-    together: 8 dims a sub-quantizer rank them too coarsely for the re-scored candidates to hold them."""
+    together: 4 or 8 dims a sub-quantizer rank them too coarsely for 16 x k re-scored candidates to hold
+    them at a million rows."""
     return _divisor_at_most(dim, max(1, dim // FASTSCAN_DIMS_PER_CODE))
 
 
 def fastscan_nprobe(nlist: int) -> int:
-    """Lists probed per query by the ivf-fastscan preset: lists / 128, at least 8 (at most the lists). The
+    """Lists probed per query by the ivf-fastscan preset: lists / 256, at least 8 (at most the lists). The
     neighbours' lists are among the first few; more probes add code-distance competitors, not recall."""
     return min(nlist, max(FASTSCAN_MIN_NPROBE, nlist // FASTSCAN_PROBE_SHARE))
