@@ -130,6 +130,7 @@ def run_size(n: int, args, work: Path, bound: dict) -> dict:
     config = IndexConfig(
         kind=args.index,
         flat_max=args.flat_max,
+        nlist=args.nlist,
         nprobe=args.nprobe,
         refine=args.refine,
         exact_dtype=args.exact_dtype,
@@ -192,7 +193,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--exact-dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     parser.add_argument("--nprobe", type=int, default=None)
     parser.add_argument(
-        "--refine", type=int, default=4, help="IVF-PQ candidates per neighbour, re-scored exactly"
+        "--nlist", type=int, default=None, help="IVF lists of the ivfpq / ivf-fastscan presets"
+    )
+    parser.add_argument(
+        "--refine", type=int, default=None, help="candidates per neighbour, re-scored exactly (preset's)"
     )
     parser.add_argument("--shard-size", type=int, default=100_000)
     parser.add_argument("--recall-queries", type=int, default=1000)

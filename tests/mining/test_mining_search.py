@@ -16,10 +16,17 @@ from sentkit.cli import main
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.approximate import train_size
 from sentkit.mining.exact import exact_scores, exact_search, merge_topk, product_error
-from sentkit.mining.index_spec import parse_index, preset_nlist, preset_pq_m
+from sentkit.mining.index_spec import (
+    fastscan_nlist,
+    fastscan_nprobe,
+    fastscan_pq_m,
+    parse_index,
+    preset_nlist,
+    preset_pq_m,
+)
 from sentkit.mining.mine import MineConfig, mine
 from sentkit.mining.recall import raise_hint
-from sentkit.mining.search import IndexConfig, resolve_kind, search
+from sentkit.mining.search import IndexConfig, approximate_knobs, resolve_kind, search
 from sentkit.mining.vectors import ArrayVectors
 from sentkit.tasks.knn_search import cosine_knn
 
@@ -151,7 +158,7 @@ def test_exact_scores_do_not_depend_on_the_batch():
 
 @pytest.mark.parametrize(
     "text",
-    ["auto", "flat", "faiss-flat", "ivfpq", "Flat", "IVF4096,Flat", "OPQ64,IVF16384,PQ64", "HNSW32",
+    ["auto", "flat", "faiss-flat", "ivfpq", "ivf-fastscan", "Flat", "IVF4096,Flat", "OPQ64,IVF16384,PQ64", "HNSW32",
      "IVF1024,PQ32", "IVF4096,PQ64", "IVF65536_HNSW32,PQ64", "HNSW32,SQ8", "PCA128,IVF1024,Flat",
      "IVF1024,PQ32x4fs,RFlat", "OPQ32_128,IVF1024,PQ32", "IVF1024,SQ8,Refine(SQfp16)"],
 )  # fmt: skip
@@ -221,15 +228,19 @@ def test_factory_indexes_are_rescored_exactly_and_their_recall_measured(kind):
     assert recall["recall_at_k"] > 0.25  # 4-bit fast-scan codes at refine 4 find the fewest
 
 
-def test_auto_is_exact_up_to_flat_max_squared_then_the_stopes_preset():
+def test_auto_is_exact_up_to_flat_max_squared_then_the_fastscan_preset():
     config = IndexConfig(flat_max=1000)
     assert resolve_kind(config, 1000, 1000, 384)[0] == "flat"
     assert resolve_kind(config, 500, 2000, 384)[0] == "flat"  # the product of the sides counts
     kind, why = resolve_kind(config, 1001, 1000, 384)
-    assert kind == "OPQ64,IVF25,PQ64" and "exceeds --flat-max 1000 squared" in why
+    assert kind == "IVF25,PQ192x4fs" and "exceeds --flat-max 1000 squared" in why  # 64 lists, at most n / 39
     assert resolve_kind(IndexConfig(), 250_000, 250_000, 384)[0] == "flat"
-    assert resolve_kind(IndexConfig(), 1_000_000, 1_000_000, 384)[0] == "OPQ64,IVF16384,PQ64"
-    assert resolve_kind(IndexConfig(nlist=4096, pq_m=48), 10**6, 10**6, 384)[0] == "OPQ48,IVF4096,PQ48"
+    assert resolve_kind(IndexConfig(), 1_000_000, 1_000_000, 384)[0] == "IVF2048,PQ192x4fs"
+    assert resolve_kind(IndexConfig(nlist=4096, pq_m=96), 10**6, 10**6, 384)[0] == "IVF4096,PQ96x4fs"
+    assert resolve_kind(IndexConfig(kind="ivfpq"), 10**6, 10**6, 384)[0] == "OPQ64,IVF16384,PQ64"
+    assert resolve_kind(IndexConfig(kind="ivfpq", nlist=4096, pq_m=48), 10**6, 10**6, 384)[0] == (
+        "OPQ48,IVF4096,PQ48"
+    )
 
 
 def test_preset_parameters_follow_the_key_count():
@@ -241,6 +252,34 @@ def test_preset_parameters_follow_the_key_count():
     assert train_size(300_000, "IVF1024,Flat") == 65_536
     assert train_size(10**8, "IVF65536,PQ64") == 2_000_000
     assert train_size(5000, "HNSW32") == 5000 and train_size(10**6, "IVF64,Flat", asked=1234) == 1234
+
+
+@pytest.mark.parametrize(
+    ("n", "lists", "nprobe", "train"),
+    [
+        (1_000_000, 2048, 8, 79_872),  # 2 sqrt(n) = 2,000 -> 2,048 lists; 39 training rows a list
+        (4_000_000, 4096, 16, 159_744),
+        (300_000, 1024, 8, 65_536),  # 1,095 -> 1,024; training at least 65,536 rows
+        (20_000, 256, 8, 20_000),  # 283 -> 256 lists (20,000 / 39 = 512 allows them); all rows train
+        (3_000, 76, 8, 3_000),  # 110 -> 128, but at most 3,000 / 39 = 76 lists
+    ],
+)
+def test_fastscan_preset_derives_lists_probes_refine_and_training_from_n(n, lists, nprobe, train):
+    config = IndexConfig()
+    factory = resolve_kind(config, n, n, 384)[0] if n > 250_000 else f"IVF{fastscan_nlist(n)},PQ192x4fs"
+    assert factory == f"IVF{lists},PQ192x4fs"
+    assert approximate_knobs(config, factory, n) == {"nprobe": nprobe, "refine": 16, "train_rows": train}
+    asked = IndexConfig(nprobe=5, refine=3, train_size=1234)
+    assert approximate_knobs(asked, factory, n) == {"nprobe": 5, "refine": 3, "train_rows": 1234}
+
+
+def test_fastscan_sub_quantizers_and_factory_strings_keep_their_defaults():
+    assert [fastscan_pq_m(dim) for dim in (384, 768, 300, 32)] == [192, 384, 150, 16]
+    assert (fastscan_nprobe(4096), fastscan_nprobe(2048), fastscan_nprobe(4)) == (16, 8, 4)
+    # a factory string or the ivfpq preset: FAISS-string defaults (nprobe 128 in approximate.py, refine 4)
+    for config in (IndexConfig(kind="IVF1024,PQ96x4fs"), IndexConfig(kind="ivfpq")):
+        knobs = approximate_knobs(config, "IVF1024,PQ96x4fs", 10**6)
+        assert knobs == {"nprobe": None, "refine": 4, "train_rows": None}
 
 
 def test_low_recall_warns_with_what_to_raise():
@@ -326,3 +365,26 @@ def test_tile_topk_equals_torch_topk(n, kk):
     assert torch.equal(v, ref_v)
     assert torch.equal(torch.gather(sims, 1, i), v)  # the rows returned hold those values
     assert (i[3].unique().numel() == kk) and (i >= 0).all() and (i < n).all()
+
+
+def test_rescored_topk_equals_rescoring_every_candidate():
+    from sentkit.mining.approximate import rescored_topk
+
+    rng = np.random.default_rng(5)
+    keys = rng.normal(size=(500, 32)).astype(np.float32)
+    keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+    keys[1:40] = keys[0]  # 40 identical rows: ties the float32 ranking cannot order
+    q = keys[rng.integers(0, 500, 60)] + 0.3 * rng.normal(size=(60, 32)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q[:10] = keys[0]  # these queries' best 40 candidates are tied
+    cand = np.stack([rng.permutation(500)[:48] for _ in range(60)])
+    cand[:10, :40] = np.arange(40)[::-1]
+    cand[20, 30:] = -1  # probed lists ran out
+    sims, rows = rescored_topk(q, keys[np.maximum(cand, 0)], cand, 4)
+    full = exact_scores(q, keys[np.maximum(cand, 0)])
+    full[cand < 0] = -np.inf
+    order = np.lexsort((cand, -full), axis=1)[:, :4]
+    np.testing.assert_array_equal(rows, np.take_along_axis(cand, order, axis=1))
+    np.testing.assert_array_equal(sims, np.take_along_axis(full, order, axis=1))
+    # tied scores: the lowest key rows among the 40 identical ones (a row may be fetched twice)
+    assert (rows[:10, 0] == 0).all() and (rows[:10] < 40).all() and (np.diff(rows[:10], axis=1) >= 0).all()

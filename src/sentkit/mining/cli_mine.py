@@ -73,7 +73,7 @@ def add_index_arguments(parser, positive_int) -> None:
         type=_index_choice,
         default="auto",
         help=f"{', '.join(PRESETS)} or a FAISS factory string ({FACTORY_EXAMPLES}); auto: flat up to "
-        "--flat-max, else ivfpq",
+        "--flat-max, else ivf-fastscan",
     )
     parser.add_argument(
         "--flat-max",
@@ -89,11 +89,16 @@ def add_index_arguments(parser, positive_int) -> None:
         "bfloat16 where the CPU has it natively and it is faster)",
     )
     parser.add_argument(
-        "--nlist", type=positive_int, default=None, help="ivfpq: IVF lists (about 16 sqrt(n))"
+        "--nlist", type=positive_int, default=None, help="ivfpq, ivf-fastscan: IVF lists (16 / 2 sqrt(n))"
     )
-    parser.add_argument("--pq-m", type=positive_int, default=None, help="ivfpq: PQ sub-quantizers (64)")
     parser.add_argument(
-        "--nprobe", type=positive_int, default=None, help=f"IVF lists visited per query ({DEFAULT_NPROBE})"
+        "--pq-m", type=positive_int, default=None, help="ivfpq, ivf-fastscan: PQ sub-quantizers (64 / dim/2)"
+    )
+    parser.add_argument(
+        "--nprobe",
+        type=positive_int,
+        default=None,
+        help=f"IVF lists visited per query (ivf-fastscan: lists/256; else {DEFAULT_NPROBE})",
     )
     parser.add_argument(
         "--ef-search",
@@ -104,8 +109,8 @@ def add_index_arguments(parser, positive_int) -> None:
     parser.add_argument(
         "--refine",
         type=positive_int,
-        default=4,
-        help="approximate index: candidates per neighbour, re-scored exactly (4)",
+        default=None,
+        help="approximate index: candidates per neighbour, re-scored exactly (ivf-fastscan: 16; else 4)",
     )
     parser.add_argument(
         "--recall-queries",

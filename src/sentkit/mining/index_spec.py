@@ -14,7 +14,7 @@ import re
 
 from sentkit.errors import InvalidArgument
 
-PRESETS = ("auto", "flat", "faiss-flat", "ivfpq")
+PRESETS = ("auto", "flat", "faiss-flat", "ivfpq", "ivf-fastscan")
 FACTORY_EXAMPLES = "IVF4096,Flat, OPQ64,IVF16384,PQ64, HNSW32, IVF1024,PQ32"
 
 _PRE = r"(?:OPQ\d+(?:_\d+)?|PCAW?R?\d+|RR\d+|L2norm)"
@@ -111,3 +111,32 @@ def preset_nlist(n: int) -> int:
     and at most n / 39 (FAISS's k-means wants 39 training rows per list)."""
     nlist = 2 ** round(math.log2(max(16 * math.sqrt(n), 1)))
     return max(1, min(nlist, 65_536, n // 39))
+
+
+FASTSCAN_DIMS_PER_CODE = 2  # ivf-fastscan: dims per 4-bit sub-quantizer (192 for 384 dims: 96 bytes a row)
+FASTSCAN_PROBE_SHARE = 256  # ivf-fastscan: nprobe = lists / 256, so a query scans about n / 256 codes
+FASTSCAN_MIN_NPROBE = 8
+FASTSCAN_REFINE = 16  # ivf-fastscan: candidates per wanted neighbour, re-scored exactly (64 for k = 4)
+
+
+def fastscan_nlist(n: int) -> int:
+    """Inverted lists of the ivf-fastscan preset: the power of two nearest 2 sqrt(n) (2,048 for 1M rows), at
+    most n / 39. Fewer lists than stopes' 16 sqrt(n): on a few CPU cores the coarse stages (k-means, then
+    every key and every query against every centroid: 2 x n x lists x dim x 2 FLOP) cost more than
+    scanning 4-bit codes, so the lists are kept few and each probe scans more codes."""
+    nlist = 2 ** round(math.log2(max(2 * math.sqrt(n), 1)))
+    return max(1, min(nlist, n // 39))
+
+
+def fastscan_pq_m(dim: int) -> int:
+    """4-bit sub-quantizers of the ivf-fastscan preset: dim / 2 (192 for 384 dims) where 2 divides the dim,
+    else the largest divisor of the dim up to that. Sentence vectors' nearest neighbours lie close
+    together: 4 or 8 dims a sub-quantizer rank them too coarsely for 16 x k re-scored candidates to hold
+    them at a million rows."""
+    return _divisor_at_most(dim, max(1, dim // FASTSCAN_DIMS_PER_CODE))
+
+
+def fastscan_nprobe(nlist: int) -> int:
+    """Lists probed per query by the ivf-fastscan preset: lists / 256, at least 8 (at most the lists). The
+    neighbours' lists are among the first few; more probes add code-distance competitors, not recall."""
+    return min(nlist, max(FASTSCAN_MIN_NPROBE, nlist // FASTSCAN_PROBE_SHARE))

@@ -7,8 +7,11 @@
 - `faiss-flat`: exact, one FAISS inner-product index per block of keys, each query's top k from every
   block merged (the k best over all blocks are among the union of each block's k best);
 - `ivfpq`: stopes' (NLLB's) setting, `OPQ64,IVF<about 16 sqrt(n)>,PQ64` with nprobe 128;
+- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe lists/256, 16 x k candidates re-scored: sized
+  for a few CPU cores (the coarse stages are kept small, 4-bit codes scan fast, exact re-scoring fixes
+  the order);
 - a factory string (`IVF4096,Flat`, `HNSW32`, ...): that index (approximate.py);
-- `auto`: `flat` while src rows x tgt rows <= flat_max^2, `ivfpq` above.
+- `auto`: `flat` while src rows x tgt rows <= flat_max^2, `ivf-fastscan` above.
 
 Every result is scored by the same exact similarity (exact.exact_scores), whichever search found it, and
 every approximate search has its recall@k against exact search measured on sampled queries (recall.py).
@@ -22,11 +25,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from sentkit.errors import InvalidArgument
-from sentkit.mining.approximate import approximate_search
+from sentkit.mining.approximate import DEFAULT_REFINE, TRAIN_MIN, approximate_search
 from sentkit.mining.exact import DTYPES, exact_scores, exact_search, merge_topk
 from sentkit.mining.index_spec import (
+    FASTSCAN_REFINE,
     PRESETS,
     check_factory_dim,
+    fastscan_nlist,
+    fastscan_nprobe,
+    fastscan_pq_m,
+    ivf_lists,
     parse_index,
     preset_nlist,
     preset_pq_m,
@@ -46,12 +54,12 @@ class IndexConfig:
 
     kind: str = "auto"  # a preset (index_spec.PRESETS) or a FAISS factory string
     flat_max: int = FLAT_MAX  # auto: exact while queries x keys <= flat_max^2
-    nlist: int | None = None  # ivfpq preset: inverted lists (about 16 sqrt(n), a power of two, <= n/39)
-    pq_m: int | None = None  # ivfpq preset: OPQ/PQ sub-quantizers of 8 bits (64 where it divides the dim)
-    nprobe: int | None = None  # IVF lists visited per query (128)
+    nlist: int | None = None  # presets' inverted lists (ivfpq: about 16 sqrt(n); ivf-fastscan: 2 sqrt(n))
+    pq_m: int | None = None  # presets' sub-quantizers (ivfpq: 64 of 8 bits; ivf-fastscan: dim/2 of 4 bits)
+    nprobe: int | None = None  # IVF lists visited per query (ivf-fastscan: lists/256; else 128)
     ef_search: int | None = None  # HNSW candidate list per query (128)
-    refine: int = 4  # candidates fetched per wanted neighbour from an approximate index, re-scored exactly
-    train_size: int | None = None  # rows sampled for training (50 per list, at least 65,536)
+    refine: int | None = None  # candidates per wanted neighbour, re-scored exactly (ivf-fastscan 16, else 4)
+    train_size: int | None = None  # rows sampled for training (ivf-fastscan: 39 per list; else 50 per list)
     seed: int = 0  # training sample, k-means, recall sample
     exact_dtype: str = "auto"  # product dtype of exact search: auto, float32, bfloat16
     recall_queries: int = RECALL_QUERIES  # queries sampled to measure an approximate index's recall
@@ -74,15 +82,16 @@ def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[
         info = {"index": "faiss-flat", "factory": "Flat", "metric": "inner product", "gpus": _gpus()}
         info |= {"keys": keys.n, "search_s": round(time.perf_counter() - start, 2)}
     else:
+        knobs = approximate_knobs(config, kind, keys.n)
         sims, idx, info = approximate_search(
             queries,
             keys,
             k,
             kind,
-            nprobe=config.nprobe,
+            nprobe=knobs["nprobe"],
             ef_search=config.ef_search,
-            refine=config.refine,
-            train_rows=config.train_size,
+            refine=knobs["refine"],
+            train_rows=knobs["train_rows"],
             seed=config.seed,
             query_block=config.query_block,
         )
@@ -99,7 +108,7 @@ def check_index(config: IndexConfig, dim: int) -> None:
         raise InvalidArgument(f"--exact-dtype must be one of {', '.join(DTYPES)}, got {config.exact_dtype!r}")
     if config.kind not in PRESETS:
         check_factory_dim(config.kind, dim)
-    if config.kind == "ivfpq" and config.pq_m and dim % config.pq_m:
+    if config.kind in ("ivfpq", "ivf-fastscan", "auto") and config.pq_m and dim % config.pq_m:
         raise InvalidArgument(f"--pq-m {config.pq_m} must divide the vector dim {dim}")
 
 
@@ -109,7 +118,8 @@ def resolve_kind(config: IndexConfig, nq: int, nk: int, dim: int) -> tuple[str, 
     if kind == "auto":
         if nq * nk <= config.flat_max**2 or nk < IVF_MIN_KEYS:
             return "flat", f"auto: {nq} x {nk} rows is within --flat-max {config.flat_max} squared"
-        kind, reason = "ivfpq", f"auto: {nq} x {nk} rows exceeds --flat-max {config.flat_max} squared"
+        kind = "ivf-fastscan"
+        reason = f"auto: {nq} x {nk} rows exceeds --flat-max {config.flat_max} squared"
     else:
         reason = "asked for"
     if kind == "Flat":
@@ -118,7 +128,35 @@ def resolve_kind(config: IndexConfig, nq: int, nk: int, dim: int) -> tuple[str, 
         return kind, reason
     if kind == "ivfpq":
         return ivfpq_factory(nk, dim, config), reason
+    if kind == "ivf-fastscan":
+        return fastscan_factory(nk, dim, config), reason
     return kind, reason
+
+
+def preset_of(config: IndexConfig) -> str | None:
+    """The approximate preset whose derived settings apply ("ivfpq", "ivf-fastscan"; auto's is
+    ivf-fastscan), None for a factory string."""
+    if config.kind == "auto":
+        return "ivf-fastscan"
+    return config.kind if config.kind in ("ivfpq", "ivf-fastscan") else None
+
+
+def approximate_knobs(config: IndexConfig, factory: str, nk: int) -> dict:
+    """nprobe, refine and training rows of an approximate search over nk keys: the flags where given, else
+    the preset's derivation (ivf-fastscan: lists/256 probes, refine 16, 39 training rows per list, at least
+    65,536), else FAISS-string defaults (nprobe 128, refine 4, 50 training rows per list)."""
+    lists = ivf_lists(factory)
+    if preset_of(config) == "ivf-fastscan" and lists:
+        return {
+            "nprobe": config.nprobe or fastscan_nprobe(lists),
+            "refine": config.refine or FASTSCAN_REFINE,
+            "train_rows": config.train_size or min(nk, max(TRAIN_MIN, 39 * lists)),
+        }
+    return {
+        "nprobe": config.nprobe,
+        "refine": config.refine or DEFAULT_REFINE,
+        "train_rows": config.train_size,
+    }
 
 
 def ivfpq_factory(n: int, dim: int, config: IndexConfig) -> str:
@@ -129,6 +167,15 @@ def ivfpq_factory(n: int, dim: int, config: IndexConfig) -> str:
         )
     m = config.pq_m or preset_pq_m(dim)
     return f"OPQ{m},IVF{config.nlist or preset_nlist(n)},PQ{m}"
+
+
+def fastscan_factory(n: int, dim: int, config: IndexConfig) -> str:
+    """The ivf-fastscan preset's factory string for n keys: `IVF<nlist>,PQ<m>x4fs`."""
+    if n < IVF_MIN_KEYS:
+        raise InvalidArgument(
+            f"an IVF fast-scan index needs at least {IVF_MIN_KEYS} keys, this side has {n}; use --index flat"
+        )
+    return f"IVF{config.nlist or fastscan_nlist(n)},PQ{config.pq_m or fastscan_pq_m(dim)}x4fs"
 
 
 def faiss_flat_search(queries, keys, k: int) -> tuple[np.ndarray, np.ndarray]:
