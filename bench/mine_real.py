@@ -263,7 +263,7 @@ def index_grid(indexes: list[str], nprobes: list[int | None]) -> list[tuple[str,
     """(index, nprobe) runs: every IVF index (or preset that may resolve to one) at each nprobe."""
     runs = []
     for kind in indexes:
-        probes = nprobes if (ivf_lists(kind) or kind in ("auto", "ivfpq")) else [None]
+        probes = nprobes if (ivf_lists(kind) or kind in ("auto", "ivfpq", "ivf-fastscan")) else [None]
         runs.extend((kind, p) for p in probes)
     return runs
 
@@ -307,6 +307,7 @@ def run_set(name: str, vs: VectorSet, args) -> dict:
         config = IndexConfig(
             kind=kind,
             nprobe=nprobe,
+            refine=args.refine,
             flat_max=args.flat_max,
             seed=args.seed,
             exact_dtype=args.exact_dtype,
@@ -516,6 +517,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument(
         "--nprobe", default="128", help="IVF lists probed, comma-separated (each IVF index at each)"
+    )
+    parser.add_argument(
+        "--refine", type=int, default=None, help="candidates per neighbour re-scored (default: the index's)"
     )
     parser.add_argument("--k", type=int, default=4)
     parser.add_argument("--exact-max", type=int, default=250_000, help="above: F1s estimated from a sample")

@@ -100,8 +100,10 @@ def collect(data: Path) -> Collector:
             c.pair(c.add(a, "tatoeba"), c.add(b, "tatoeba"), src)
     # XNLI: 15 languages, line-aligned translations of the same dev/test items
     for split in ("dev", "test"):
-        tables = {lang: tsv_columns(data / "transfer" / "XNLI" / f"{split}-{lang}.tsv", (0, 1))
-                  for lang in XNLI_LANGS}
+        tables = {
+            lang: tsv_columns(data / "transfer" / "XNLI" / f"{split}-{lang}.tsv", (0, 1))
+            for lang in XNLI_LANGS
+        }
         en = [[c.add(t, "xnli") for t in row] for row in tables["en"]]
         for lang in XNLI_LANGS:
             if lang == "en":

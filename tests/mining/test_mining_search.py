@@ -388,3 +388,47 @@ def test_rescored_topk_equals_rescoring_every_candidate():
     np.testing.assert_array_equal(sims, np.take_along_axis(full, order, axis=1))
     # tied scores: the lowest key rows among the 40 identical ones (a row may be fetched twice)
     assert (rows[:10, 0] == 0).all() and (rows[:10] < 40).all() and (np.diff(rows[:10], axis=1) >= 0).all()
+
+
+def test_choose_nprobe_doubles_to_the_target_stops_at_a_plateau_or_the_lists():
+    from sentkit.mining.nprobe_tuning import choose_nprobe
+
+    curve = {8: 0.60, 16: 0.80, 32: 0.93, 64: 0.96, 128: 0.99}
+    probe, ladder = choose_nprobe(8, 128, 0.95, curve.__getitem__)
+    assert probe == 64 and [s["nprobe"] for s in ladder] == [8, 16, 32, 64]
+    flat = {8: 0.60, 16: 0.70, 32: 0.703, 64: 0.99}  # the codes limit recall: 32 gains 0.003 over 16
+    assert choose_nprobe(8, 128, 0.95, flat.__getitem__)[0] == 16
+    assert choose_nprobe(8, 20, 0.99, {8: 0.5, 16: 0.7, 20: 0.9}.__getitem__) == (
+        20,
+        [
+            {"nprobe": 8, "recall_at_k": 0.5},
+            {"nprobe": 16, "recall_at_k": 0.7},
+            {"nprobe": 20, "recall_at_k": 0.9},
+        ],
+    )
+    assert choose_nprobe(200, 64, 0.95, {64: 0.97}.__getitem__)[0] == 64  # never above the list count
+
+
+def test_without_nprobe_an_ivf_index_probes_enough_lists_for_the_recall_target():
+    rng = np.random.default_rng(6)
+    y = rng.normal(size=(4000, 32)).astype(np.float32)  # no structure: neighbours spread over every list
+    x = rng.normal(size=(1000, 32)).astype(np.float32)
+    fixed = search(_vectors(x), _vectors(y), 4, IndexConfig(kind="IVF64,Flat", nprobe=1, recall_queries=300))[
+        2
+    ]
+    assert fixed["recall"]["recall_at_k"] < 0.5 and "nprobe_tuning" not in fixed
+    config = IndexConfig(kind="IVF64,Flat", recall_queries=300, recall_target=0.9)
+    _, _, tuned = search(_vectors(x), _vectors(y), 4, config)
+    tuning = tuned["nprobe_tuning"]
+    assert tuning["target"] == 0.9 and tuning["queries"] == 500
+    steps = [s["nprobe"] for s in tuning["ladder"]]
+    assert steps[0] == 64 and tuned["nprobe"] == tuning["chosen"] == 64  # 128 asked, capped at the 64 lists
+    # the fast-scan preset starts at lists/256 (at least 8) and doubles while the sampled recall is short
+    config = IndexConfig(kind="ivf-fastscan", recall_queries=300, recall_target=0.95)
+    _, _, tuned = search(_vectors(x), _vectors(y), 4, config)
+    ladder = tuned["nprobe_tuning"]["ladder"]
+    steps = [s["nprobe"] for s in ladder]
+    assert steps[0] == 8 and all(b == min(2 * a, tuned["nlist"]) for a, b in zip(steps, steps[1:]))
+    assert ladder[0]["recall_at_k"] < 0.95 and tuned["nprobe"] == steps[-1] > 8
+    assert ladder[-1]["recall_at_k"] >= 0.95 or steps[-1] == tuned["nlist"]
+    assert tuned["recall"]["recall_at_k"] > 0.85  # graded on other queries than the ones it was chosen on

@@ -17,6 +17,7 @@ import numpy as np
 from sentkit.errors import InvalidArgument
 from sentkit.mining.exact import UnitRows, exact_scores, exact_search, product_error
 from sentkit.mining.index_spec import faiss_message, ivf_lists, uses_hnsw
+from sentkit.mining.nprobe_tuning import tune_nprobe
 
 DEFAULT_NPROBE = (
     128  # stopes (NLLB's mining) probes 128 lists; FAISS's own default of 1 loses most neighbours
@@ -52,6 +53,7 @@ def approximate_search(
     train_rows: int | None = None,
     seed: int = 0,
     query_block: int = 4096,
+    recall_target: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """(sims (nq, k'), rows (nq, k'), info), k' = min(k, keys.n), best first by exact similarity."""
     import faiss
@@ -85,9 +87,24 @@ def approximate_search(
         if table is not None:
             table[key_start : key_start + len(block)] = block
     timings["add_s"] = round(time.perf_counter() - start, 2)
+    fetch = min(keys.n, max(k, refine * k))
+    tuning = None
+    if lists and recall_target:  # nprobe not fixed by the user: chosen for the target on sampled queries
+
+        def search_with(block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
+            _search_params(index, factory, probe, ef_search, fetch)
+            _, cand = index.search(block, fetch)
+            safe = np.maximum(cand, 0)
+            vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
+            return rescored_topk(block, vectors, cand, k)
+
+        start_probe = min(nprobe or DEFAULT_NPROBE, lists)
+        nprobe, tuning = tune_nprobe(
+            start_probe, lists, recall_target, queries, keys, k, search_with, seed=seed
+        )
+        timings["tune_s"] = tuning["seconds"]
     params = _search_params(index, factory, nprobe, ef_search, k * refine)
     start = time.perf_counter()
-    fetch = min(keys.n, max(k, refine * k))
     best_s = np.empty((queries.n, k), dtype=np.float32)
     best_i = np.empty((queries.n, k), dtype=np.int64)
     refine_s = 0.0
@@ -118,6 +135,8 @@ def approximate_search(
     info = {"index": "approximate", "factory": factory, "metric": "inner product", "keys": keys.n}
     info |= {"nlist": lists, **params, "train_size": sample, "fetched_per_query": fetch, "refine": refine}
     info |= {"exact_fallback_queries": len(short), "seed": seed, **timings}
+    if tuning is not None:
+        info["nprobe_tuning"] = tuning
     return best_s, best_i, info
 
 

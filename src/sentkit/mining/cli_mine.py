@@ -12,6 +12,7 @@ from sentkit.mining.approximate import DEFAULT_EF_SEARCH, DEFAULT_NPROBE
 from sentkit.mining.exact import DTYPES
 from sentkit.mining.index_spec import FACTORY_EXAMPLES, PRESETS, parse_index
 from sentkit.mining.margin import DEFAULT_K, SCORINGS
+from sentkit.mining.nprobe_tuning import RECALL_TARGET, TUNE_QUERIES
 from sentkit.mining.recall import RECALL_QUERIES
 from sentkit.mining.retrieval import RETRIEVALS
 from sentkit.mining.search import FLAT_MAX, IndexConfig
@@ -98,7 +99,15 @@ def add_index_arguments(parser, positive_int) -> None:
         "--nprobe",
         type=positive_int,
         default=None,
-        help=f"IVF lists visited per query (ivf-fastscan: lists/256; else {DEFAULT_NPROBE})",
+        help=f"IVF lists visited per query (default: chosen for --recall-target, from ivf-fastscan's "
+        f"lists/256 or {DEFAULT_NPROBE} up)",
+    )
+    parser.add_argument(
+        "--recall-target",
+        type=_fraction,
+        default=RECALL_TARGET,
+        help=f"IVF without --nprobe: nprobe doubles until {TUNE_QUERIES} sampled queries reach this "
+        f"recall@k against exact search ({RECALL_TARGET}; 0: no tuning)",
     )
     parser.add_argument(
         "--ef-search",
@@ -130,6 +139,16 @@ def _index_choice(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--index ")) from None
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a recall from 0 to 1, got {text!r}")
+    return value
+
+
 def _seed(text: str) -> int:
     if not text.isdigit() or int(text) >= 2**32:
         raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**32-1, got {text!r}")
@@ -152,6 +171,7 @@ def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) 
         seed=args.seed,
         exact_dtype=args.exact_dtype,
         recall_queries=args.recall_queries,
+        recall_target=args.recall_target or None,
     )
     config = MineConfig(
         k=args.k, scoring=args.scoring, retrieval=args.retrieval, threshold=args.threshold, index=index

@@ -39,6 +39,7 @@ from sentkit.mining.index_spec import (
     preset_nlist,
     preset_pq_m,
 )
+from sentkit.mining.nprobe_tuning import RECALL_TARGET
 from sentkit.mining.recall import RECALL_QUERIES, sampled_recall
 
 # auto searches exactly up to FLAT_MAX x FLAT_MAX rows: both directions of 250k x 250k at 384 dims are
@@ -63,6 +64,8 @@ class IndexConfig:
     seed: int = 0  # training sample, k-means, recall sample
     exact_dtype: str = "auto"  # product dtype of exact search: auto, float32, bfloat16
     recall_queries: int = RECALL_QUERIES  # queries sampled to measure an approximate index's recall
+    # IVF without nprobe: nprobe chosen on sampled queries to reach this recall@k (None or 0: not tuned)
+    recall_target: float | None = RECALL_TARGET
     query_block: int = 4096  # queries per approximate search call (bounds the re-scoring gather)
 
 
@@ -94,6 +97,7 @@ def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[
             train_rows=knobs["train_rows"],
             seed=config.seed,
             query_block=config.query_block,
+            recall_target=None if config.nprobe else config.recall_target,
         )
         info["recall"] = sampled_recall(
             queries, keys, sims, idx, config.recall_queries, config.seed, config.exact_dtype
