@@ -31,12 +31,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
-from mine_real import load_model_vectors, small_cache  # noqa: E402
-from mine_real_sets import halves, read_pairs, real_rows, real_statistics, realistic_set  # noqa: E402
+from mine_real import cache_folder, model_vectors  # noqa: E402
+from mine_real_sets import halves, real_rows, real_statistics, realistic_set  # noqa: E402
 
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
 from sentkit.corpus.shards import ShardSettings  # noqa: E402
-from sentkit.errors import InvalidArgument  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.tasks.bitext import best_threshold, prf_at_threshold  # noqa: E402
 
@@ -45,21 +44,8 @@ OUT = Path(__file__).resolve().parent / "out" / "mine_e2e.json"
 
 def build(args) -> tuple:
     """(x, y, gold, info) of the realistic set of args.n rows a side."""
-    if args.small:
-        tables, other, english = small_cache(args.seed)
-        vectors = next(iter(tables.values()))
-        used = {"texts": len(vectors), "translation_pairs": len(other)}
-    else:
-        from real_sentences import default_cache
-
-        cache = args.cache or default_cache()
-        if not (cache / "pairs.tsv").is_file():
-            raise InvalidArgument(f"--cache {cache}: no pairs.tsv; run bench/real_sentences.py first")
-        other, english = read_pairs(cache / "pairs.tsv")
-        vectors = load_model_vectors(cache / args.model.replace("/", "_"))
-        inside = (other < len(vectors)) & (english < len(vectors))
-        other, english = other[inside], english[inside]
-        used = {"texts": len(vectors), "translation_pairs": int(inside.sum())}
+    cache = None if args.small else cache_folder(args.cache)
+    vectors, other, english, used = model_vectors(cache, args.model, args.seed)
     from mine_real_sets import VectorSet
 
     mask = halves(len(vectors), other, english, args.seed) == "AB".index(args.half)

@@ -459,6 +459,30 @@ def load_model_vectors(folder: Path) -> np.ndarray:
     return out
 
 
+def cache_folder(asked: Path | None) -> Path:
+    """The real-vector cache (--cache, else bench/real_sentences.py's default), refused without pairs.tsv."""
+    from real_sentences import default_cache
+
+    cache = asked or default_cache()
+    if not (cache / "pairs.tsv").is_file():
+        raise InvalidArgument(f"--cache {cache}: no pairs.tsv; run bench/real_sentences.py first")
+    return cache
+
+
+def model_vectors(cache: Path | None, model: str, seed: int = 0) -> tuple:
+    """(vectors, other, english, used): a model's unit vectors from the cache (None: the small synthetic
+    cache) and the translation pairs among the rows it holds (a folder still being encoded holds a prefix)."""
+    if cache is None:
+        tables, other, english = small_cache(seed)
+        vectors = next(iter(tables.values()))
+        return vectors, other, english, {"texts": len(vectors), "translation_pairs": len(other)}
+    other, english = read_pairs(cache / "pairs.tsv")
+    vectors = load_model_vectors(cache / model.replace("/", "_"))
+    inside = (other < len(vectors)) & (english < len(vectors))
+    used = {"texts": len(vectors), "translation_pairs": int(inside.sum())}
+    return vectors, other[inside], english[inside], used
+
+
 def build_sets(vectors: np.ndarray, half_mask, other, english, args):
     """(name, VectorSet) of each of `args.sets`, built one at a time (a 1M set is 3 GB)."""
     rows = real_rows(half_mask, other, english, args.seed)
@@ -557,25 +581,11 @@ def main(argv: list[str] | None = None) -> dict:
         ):
             raise InvalidArgument(f"--sets: {name!r} is not real, realistic-N or structureless-N")
     started = time.perf_counter()
-    if args.small:
-        tables, other, english = small_cache(args.seed)
-        cache = None
-    else:
-        from real_sentences import default_cache
-
-        cache = args.cache or default_cache()
-        if not (cache / "pairs.tsv").is_file():
-            raise InvalidArgument(f"--cache {cache}: no pairs.tsv; run bench/real_sentences.py first")
-        other, english = read_pairs(cache / "pairs.tsv")
-        tables = {m: None for m in args.models.split(",")}
+    cache = None if args.small else cache_folder(args.cache)
+    names = ["small-synthetic"] if args.small else args.models.split(",")
     models, rows_used = {}, {}
-    for model, vectors in tables.items():
-        pairs = other, english
-        if vectors is None:
-            vectors = load_model_vectors(cache / model.replace("/", "_"))
-            inside = (other < len(vectors)) & (english < len(vectors))
-            pairs = other[inside], english[inside]
-            rows_used[model] = {"texts": len(vectors), "translation_pairs": int(inside.sum())}
+    for model in names:
+        vectors, *pairs, rows_used[model] = model_vectors(cache, model, args.seed)
         half_mask = halves(len(vectors), *pairs, args.seed) == "AB".index(args.half)
         models[model] = [run_set(name, vs, args) for name, vs in build_sets(vectors, half_mask, *pairs, args)]
         del vectors
