@@ -4,7 +4,8 @@ The index is trained on a seeded sample of the keys and holds all of them. Each 
 candidates, which are re-scored with the exact similarity (exact.exact_scores: the float32 vectors, not
 the index's compressed codes) and cut to the best k, so margins and their k-NN means use exact
 similarities. Queries left with fewer than k candidates (too few keys in the probed lists) are searched
-exactly. Recall against exact search is measured by the caller (recall.py).
+exactly. An IVF index given a recall target instead of an nprobe has its nprobe chosen first on sampled
+queries (nprobe_tuning.py). Recall against exact search is measured by the caller (recall.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ REFINE_ROWS = 256  # queries whose candidates are gathered at once (256 x 64 can
 RESCORE_EXTRA = 4  # candidates beyond k re-scored in float64 after the float32 ranking
 DEFAULT_REFINE = 4  # candidates per wanted neighbour re-scored exactly, for factory strings and ivfpq
 # float32 keys kept in memory for re-scoring (1M x 384 is 1.5 GB); above, rows are read back per block. With
-# the other side's blocks, the index and the re-scoring buffers a 1M x 1M run stays under 4 GB
+# the other side's blocks, the index and the neighbour lists a 1M x 1M run peaked at 4,065 MiB (docs/scale.md)
 TABLE_MAX_BYTES = 2 << 30
 
 
@@ -88,15 +89,19 @@ def approximate_search(
             table[key_start : key_start + len(block)] = block
     timings["add_s"] = round(time.perf_counter() - start, 2)
     fetch = min(keys.n, max(k, refine * k))
+
+    def rescored(q_rows: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The k best of each query's candidates (key rows, -1: none) by exact similarity."""
+        safe = np.maximum(cand, 0)
+        vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
+        return rescored_topk(q_rows, vectors, cand, k)
+
     tuning = None
     if lists and recall_target:  # nprobe not fixed by the user: chosen for the target on sampled queries
 
         def search_with(block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
             _search_params(index, factory, probe, ef_search, fetch)
-            _, cand = index.search(block, fetch)
-            safe = np.maximum(cand, 0)
-            vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
-            return rescored_topk(block, vectors, cand, k)
+            return rescored(block, index.search(block, fetch)[1])
 
         start_probe = min(nprobe or DEFAULT_NPROBE, lists)
         nprobe, tuning = tune_nprobe(
@@ -110,11 +115,7 @@ def approximate_search(
     refine_s = 0.0
 
     def refine_rows(at: int, q_rows: np.ndarray, c_rows: np.ndarray) -> None:
-        safe = np.maximum(c_rows, 0)
-        vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
-        best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = rescored_topk(
-            q_rows, vectors, c_rows, k
-        )
+        best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = rescored(q_rows, c_rows)
 
     # the gathers and products release the GIL: with the keys in memory, one thread per core re-scores
     workers = max(1, faiss.omp_get_max_threads()) if table is not None else 1
