@@ -194,6 +194,15 @@ def test_cli_refuses_a_bad_index_at_parse_time(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "argument --index: 'IVF4096,PQ' is neither a preset" in err
+    for bad in ("1.5", "-0.1", "nan", "high"):
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--recall-target", bad])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert (
+            err.count("\n") == 0
+            and f"argument --recall-target: expected a recall from 0 to 1, got {bad!r}" in err
+        )
 
 
 def test_a_factory_string_the_dim_cannot_take_is_refused_before_any_search():
