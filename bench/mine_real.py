@@ -540,7 +540,10 @@ def main(argv: list[str] | None = None) -> dict:
         "--index", action="append", type=parse_index, help=f"repeatable (default: {'; '.join(INDEXES)})"
     )
     parser.add_argument(
-        "--nprobe", default="128", help="IVF lists probed, comma-separated (each IVF index at each)"
+        "--nprobe",
+        default="",
+        help="IVF lists probed, comma-separated (each IVF index at each); empty (default): chosen for "
+        "sentkit mine's recall target, as `sentkit mine` does without --nprobe",
     )
     parser.add_argument(
         "--refine", type=int, default=None, help="candidates per neighbour re-scored (default: the index's)"
