@@ -71,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--pooling", default=None, choices=["cls", "mean"], help="override the model's pooling")
     ev.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where a torch model runs: auto (a GPU when torch sees one), cpu or cuda; ONNX, OpenVINO "
+        "and static models run on the CPU",
+    )
+    ev.add_argument(
         "--int8",
         action="store_true",
         help="run the model's int8 ONNX export with onnxruntime (exported into the cache on first use; "
@@ -293,8 +300,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         )
     # the user's own files are read and checked whole now (file:line errors), and read only this once
     prepared = read_user_tasks(names, langs=args.langs, batch_size=args.batch_size)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InvalidArgument("--device cuda: torch sees no GPU")
+    from sentkit.corpus.engine_local import place_encoder
+
     kwargs = {"pooling": args.pooling} if args.pooling else {}
-    encoder = _load_model(_int8_name(args.model, args.int8), **kwargs)
+    encoder, device = place_encoder(_load_model(_int8_name(args.model, args.int8), **kwargs), args.device)
     results = evaluate(
         encoder,
         names,
@@ -307,6 +321,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             "model_arg": args.model,
             "model_absolute": _local_model_path(args.model),
             "int8": args.int8,
+            "device": device,
         },
         task_options={"kmeans": args.kmeans} if args.kmeans != "sklearn" else None,
         prepared=prepared,

@@ -73,6 +73,7 @@ def test_eval_then_report(tiny_dir, tmp_path, data_root, capsys):
     library = evaluate(encoder, "stsb-dev", data_root=data_root, show_progress=False)
     assert score == library["tasks"]["stsb-dev"]["main_score"] < 70  # random 2-layer: far below MiniLM (86.7)
     assert results["seed"] == 0 and "torch" in results["versions"]
+    assert results["config"]["device"] == "cpu"  # auto, and torch sees no GPU in the tests
     capsys.readouterr()
     assert main(["report", str(files[0]), "--out", str(tmp_path / "report")]) == 0
     table = (tmp_path / "report" / "report.md").read_text()
@@ -335,3 +336,17 @@ def test_encode_refuses_to_overwrite_its_input(tmp_path, monkeypatch, capsys):
         assert main(["encode", "--model", "_stub", "--input", str(text), "--output", str(output)]) == 2
         assert f"--output {output} is the --input file {text}" in capsys.readouterr().err
     assert text.read_text(encoding="utf-8") == "a\nb\n"
+
+
+def test_eval_device_cuda_without_a_gpu_stops_before_the_model_loads(stubs, tmp_path, monkeypatch, capsys):
+    import torch
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("sentkit.cli._load_model", no_model)
+    argv = ["eval", "--model", "_stub", "--tasks", "stsb-dev", "--out", str(tmp_path / "r"), "--device", "cuda"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == "sentkit: error: --device cuda: torch sees no GPU\n"
+    assert not (tmp_path / "r").exists()
