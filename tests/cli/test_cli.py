@@ -346,7 +346,17 @@ def test_eval_device_cuda_without_a_gpu_stops_before_the_model_loads(stubs, tmp_
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr("sentkit.cli._load_model", no_model)
-    argv = ["eval", "--model", "_stub", "--tasks", "stsb-dev", "--out", str(tmp_path / "r"), "--device", "cuda"]
+    argv = [
+        "eval",
+        "--model",
+        "_stub",
+        "--tasks",
+        "stsb-dev",
+        "--out",
+        str(tmp_path / "r"),
+        "--device",
+        "cuda",
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == "sentkit: error: --device cuda: torch sees no GPU\n"
     assert not (tmp_path / "r").exists()
