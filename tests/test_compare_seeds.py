@@ -127,3 +127,24 @@ def test_the_training_seed_comes_from_the_training_run(tmp_path):
     assert training_seed({"config": {"model_absolute": str(run_dir / "best"), "train_seed": 7}}) == 7
     assert training_seed({"config": {"model_absolute": str(tmp_path)}}) is None
     assert training_seed({"seed": 0, "config": {}}) is None  # the evaluation's own seed is not training's
+
+
+def test_eval_records_the_training_seed_so_a_copied_results_file_still_pairs(tmp_path, capsys):
+    from conftest import make_tiny_encoder
+
+    spec = f"sts:{_sts_file(tmp_path / 'pairs.tsv')}"
+    files = {}
+    for seed in (43, 44):
+        run_dir = tmp_path / f"run{seed}"
+        make_tiny_encoder(seed=seed).save(run_dir / "best")
+        (run_dir / "results.json").write_text(json.dumps({"objective": {"name": "simcse"}, "seed": seed}))
+        argv = ["eval", "--model", str(run_dir / "best"), "--tasks", spec, "--out", str(tmp_path / f"r{seed}")]
+        assert main(argv) == 0
+        (path,) = (tmp_path / f"r{seed}").glob("*.json")
+        assert json.loads(path.read_text())["config"]["train_seed"] == seed
+        files[seed] = path.rename(tmp_path / f"copied{seed}.json")  # elsewhere, and the run folder gone
+        (run_dir / "results.json").unlink()
+    start = _run(tmp_path / "start", 64, spec, None)
+    capsys.readouterr()
+    assert main(["compare", "--a", str(start), "--b", *map(str, files.values())]) == 0
+    assert "per seed" in capsys.readouterr().out

@@ -368,12 +368,17 @@ ROWS = [
 ]
 
 
-def results_table(text: str) -> tuple[list[str], list[list[str]]]:
-    """(header cells, body rows' cells) of the first table under the README's "## Results"."""
-    section = text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0]
-    lines = [line for line in section.splitlines() if line.startswith("|")]
+def first_table(text: str) -> tuple[list[str], list[list[str]]]:
+    """(header cells, body rows' cells) of the first table in `text` (its lines up to the first other line)."""
+    lines = text[text.index("\n|") + 1 :].split("\n")
+    lines = lines[: next((i for i, line in enumerate(lines) if not line.startswith("|")), len(lines))]
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
     return cells[0], cells[2:]
+
+
+def results_table(text: str) -> tuple[list[str], list[list[str]]]:
+    """(header cells, body rows' cells) of the first table under the README's "## Results"."""
+    return first_table(text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0])
 
 
 def numbers_of(cells: list[str], header: list[str]) -> list[str]:
@@ -468,3 +473,54 @@ def test_verdicts_json_is_what_rejudge_docs_computes(monkeypatch, tmp_path):
     assert json.loads((copy / "verdicts.json").read_text(encoding="utf-8")) == load("verdicts.json")
     for table in sorted((RESULTS / "tables").glob("*.md")):
         assert (copy / "tables" / table.name).read_text(encoding="utf-8") == table.read_text(encoding="utf-8")
+
+
+# ---- the pre-registered confirmations' table ---------------------------------------------------------------
+def reviews(task: dict, items) -> int:
+    return task["sentences"]  # each review is a query once, whatever the pairs
+
+
+def clustered(task: dict, items) -> int:
+    return sum(len(v) for v in items.values())  # one row per sentence, per language
+
+
+CONFIRMATIONS = {  # first cell's start -> (folder in docs/results/confirm, A, B, task, paper's effect, items)
+    "Emu": ("emu_holdout", "emu-no-ld", "emu", "knn-marc-category-body-holdout", 1.05, reviews),
+    "EASE": ("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout", 1.9, clustered),
+}
+
+
+def confirmation_numbers(folder: str, a: str, b: str, task: str, count) -> list[float]:
+    """items, seeds, B - A, CI low, CI high, p, detectable: from the comparison that `sentkit compare`
+    recomputes from the committed per-model results files (checked to equal the stored one)."""
+    import numpy as np
+
+    from sentkit.compare import compare_seeds
+
+    root = RESULTS / "confirm" / folder
+    fresh = compare_seeds([root / a], [root / b])
+    stored = json.loads((root / "compare.json").read_text(encoding="utf-8"))
+    record = stored["tasks"][task]["scores"]["main_score"]
+    assert fresh["tasks"][task]["scores"]["main_score"]["ci"] == record["ci"]
+    first = sorted((root / b).glob("*.json"))[0]
+    record_b = json.loads(first.read_text(encoding="utf-8"))["tasks"][task]
+    items = count(record_b, np.load(first.with_suffix(".items.npz")))
+    return [items, record["seeds"], record["delta"], *record["ci"], record["p_value"], record["detectable"]]
+
+
+def test_every_number_of_the_confirmations_table_is_in_its_file():
+    from sentkit.stats.seeds import verdict
+
+    header, rows = first_table(README.read_text(encoding="utf-8").split("**Pre-registered confirmations.**")[1])
+    assert [r[0].split(":")[0].split()[0] for r in rows] == list(CONFIRMATIONS)
+    for cells in rows:
+        folder, a, b, task, effect, count = CONFIRMATIONS[cells[0].split(":")[0].split()[0]]
+        checked = [c for c, name in zip(cells, header) if name not in ("confirmation", "paper", "ran on")]
+        printed = [m.group(1) for cell in checked for m in NUMBER.finditer(cell)]
+        values = confirmation_numbers(folder, a, b, task, count)
+        assert len(printed) == len(values), (cells[0], printed)
+        for text, value in zip(printed, values):
+            assert agrees(text, value), (cells[0], text, value)
+        record = json.loads((RESULTS / "confirm" / folder / "compare.json").read_text(encoding="utf-8"))
+        expected = verdict(record["tasks"][task]["scores"]["main_score"], +1, effect)["verdict"]
+        assert cells[header.index("verdict")].strip("* ").split()[0].strip("*:;") == expected

@@ -322,6 +322,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             "model_absolute": _local_model_path(args.model),
             "int8": args.int8,
             "device": device,
+            **_train_seed(args.model),
         },
         task_options={"kmeans": args.kmeans} if args.kmeans != "sklearn" else None,
         prepared=prepared,
@@ -339,6 +340,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _train_seed(model: str) -> dict:
+    """{"train_seed": seed} when `model` is a sentkit training run's folder (or its best/), so that the
+    results file pairs by seed in `compare` wherever it is copied; {} otherwise."""
+    from sentkit.compare import run_seed
+
+    path = _local_model_path(model)
+    seed = run_seed(path) if path else None
+    return {} if seed is None else {"train_seed": seed}
 
 
 def _local_model_path(model: str) -> str | None:

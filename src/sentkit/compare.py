@@ -218,14 +218,20 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def training_seed(run: dict) -> int | None:
-    """The training seed of the evaluated model: `config.train_seed` in the results file (the examples
-    record it), else the seed in the results.json of the sentkit training run whose model was evaluated
-    (`config.model_absolute` is the run folder or its best/); None when neither says."""
+    """The training seed of the evaluated model: `config.train_seed` in the results file (`sentkit eval`
+    and the examples record it), else the seed in the results.json of the sentkit training run whose model
+    was evaluated (`config.model_absolute` is the run folder or its best/); None when neither says."""
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     if isinstance(config.get("train_seed"), int) and not isinstance(config["train_seed"], bool):
         return config["train_seed"]
     model = config.get("model_absolute")
-    for folder in (Path(model), Path(model).parent) if isinstance(model, str) else ():
+    return run_seed(model) if isinstance(model, str) else None
+
+
+def run_seed(model: str | Path) -> int | None:
+    """The seed of the sentkit training run whose folder (or best/ inside it) is `model`, from the run's
+    results.json; None when `model` is not such a folder."""
+    for folder in (Path(model), Path(model).parent):
         record = folder / "results.json"
         if record.is_file():
             try:
