@@ -138,7 +138,15 @@ def test_eval_records_the_training_seed_so_a_copied_results_file_still_pairs(tmp
         run_dir = tmp_path / f"run{seed}"
         make_tiny_encoder(seed=seed).save(run_dir / "best")
         (run_dir / "results.json").write_text(json.dumps({"objective": {"name": "simcse"}, "seed": seed}))
-        argv = ["eval", "--model", str(run_dir / "best"), "--tasks", spec, "--out", str(tmp_path / f"r{seed}")]
+        argv = [
+            "eval",
+            "--model",
+            str(run_dir / "best"),
+            "--tasks",
+            spec,
+            "--out",
+            str(tmp_path / f"r{seed}"),
+        ]
         assert main(argv) == 0
         (path,) = (tmp_path / f"r{seed}").glob("*.json")
         assert json.loads(path.read_text())["config"]["train_seed"] == seed

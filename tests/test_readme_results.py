@@ -511,7 +511,9 @@ def confirmation_numbers(folder: str, a: str, b: str, task: str, count) -> list[
 def test_every_number_of_the_confirmations_table_is_in_its_file():
     from sentkit.stats.seeds import verdict
 
-    header, rows = first_table(README.read_text(encoding="utf-8").split("**Pre-registered confirmations.**")[1])
+    header, rows = first_table(
+        README.read_text(encoding="utf-8").split("**Pre-registered confirmations.**")[1]
+    )
     assert [r[0].split(":")[0].split()[0] for r in rows] == list(CONFIRMATIONS)
     for cells in rows:
         folder, a, b, task, effect, count = CONFIRMATIONS[cells[0].split(":")[0].split()[0]]
