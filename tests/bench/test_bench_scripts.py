@@ -109,6 +109,21 @@ def test_speed_rows_divide_sentences_by_seconds():
     assert (rows["b"]["best_sent_per_s"], rows["b"]["median_sent_per_s"]) == (2.5, 10 / 4.5)
 
 
+def test_encode_speed_scores_stsb_from_pair_rows_and_refuses_cpu_fp16():
+    bench = _bench("encode_speed")
+    gold = np.array([5.0, 1.0, 3.0])
+    # pair i is rows 2i and 2i+1: cosines 1.0, 0.0 and 0.6, so the ranking follows the gold exactly
+    vectors = np.array([[1, 0], [2, 0], [1, 0], [0, 3], [1, 0], [0.6, 0.8]], dtype=np.float32)
+    assert bench.stsb_spearman(vectors, gold) == pytest.approx(100.0)
+    # pairs 0, 2, 1: cosines 1.0, 0.6, 0.0 (ranks 3, 2, 1) against gold ranks 3, 1, 2: 1 - 6 * 2 / 24
+    assert bench.stsb_spearman(vectors[[0, 1, 4, 5, 2, 3]], gold) == pytest.approx(50.0)
+    assert [bench.runner_name("sentkit", p) for p in ("fp32", "bf16")] == ["sentkit", "sentkit bf16"]
+    with pytest.raises(SystemExit, match="fp16 needs --device cuda"):
+        bench.main(["--precisions", "fp32,fp16"])
+    with pytest.raises(SystemExit, match="expected fp32, fp16 or bf16"):
+        bench.main(["--precisions", "fp8"])
+
+
 def test_profile_task_splits_encode_and_scoring(data_root, tiny_encoder):
     from argparse import Namespace
 
