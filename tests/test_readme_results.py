@@ -484,18 +484,13 @@ def clustered(task: dict, items) -> int:
     return sum(len(v) for v in items.values())  # one row per sentence, per language
 
 
-CONFIRMATIONS = {  # first cell's start -> (folder in docs/results/confirm, A, B, task, paper's effect, items)
-    "Emu": ("emu_holdout", "emu-no-ld", "emu", "knn-marc-category-body-holdout", 1.05, reviews),
-    "EASE": ("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout", 1.9, clustered),
-}
-
-
-def confirmation_numbers(folder: str, a: str, b: str, task: str, count) -> list[float]:
-    """items, seeds, B - A, CI low, CI high, p, detectable: from the comparison that `sentkit compare`
-    recomputes from the committed per-model results files (checked to equal the stored one)."""
+def held_out(folder: str, a: str, b: str, task: str, effect: float, count) -> tuple[list[float], str]:
+    """(items, seeds, B - A, CI low, CI high, p, detectable; the verdict) from the comparison that
+    `sentkit compare` recomputes from the committed per-model results files (equal to the stored one)."""
     import numpy as np
 
     from sentkit.compare import compare_seeds
+    from sentkit.stats.seeds import verdict
 
     root = RESULTS / "confirm" / folder
     fresh = compare_seeds([root / a], [root / b])
@@ -505,24 +500,53 @@ def confirmation_numbers(folder: str, a: str, b: str, task: str, count) -> list[
     first = sorted((root / b).glob("*.json"))[0]
     record_b = json.loads(first.read_text(encoding="utf-8"))["tasks"][task]
     items = count(record_b, np.load(first.with_suffix(".items.npz")))
-    return [items, record["seeds"], record["delta"], *record["ci"], record["p_value"], record["detectable"]]
+    numbers = [
+        items,
+        record["seeds"],
+        record["delta"],
+        *record["ci"],
+        record["p_value"],
+        record["detectable"],
+    ]
+    return numbers, verdict(record, +1, effect)["verdict"]
+
+
+def example_claim(file: str, method: str, baseline: str, task: str) -> tuple[list[float], str]:
+    """(seeds, B - A, CI low, CI high, p, detectable; the verdict) of a claim in an example's results file,
+    which computed them from the per-item values of its own evaluations."""
+    data = load(f"confirm/{file}")
+    claim = next(c for c in data["summary"]["claims"] if (c["method"], c["baseline"]) == (method, baseline))
+    record = claim["tasks"][task]
+    seeds = record["seed_aware"]
+    numbers = [
+        len(data["seeds"]),
+        record["pooled"]["delta"],
+        *seeds["ci"],
+        seeds["p_value"],
+        seeds["detectable"],
+    ]
+    return numbers, record["verdict"]
+
+
+CONFIRMATIONS = {  # the first word of a row -> its numbers, in reading order, and its verdict
+    "Emu": lambda: held_out(
+        "emu_holdout", "emu-no-ld", "emu", "knn-marc-category-body-holdout", 1.05, reviews
+    ),
+    "EASE": lambda: held_out("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout", 1.9, clustered),
+    "JCSE": lambda: example_claim("jcse.json", "minilm-en/stage1", "minilm-en/unsup", "jacsts"),
+}
 
 
 def test_every_number_of_the_confirmations_table_is_in_its_file():
-    from sentkit.stats.seeds import verdict
-
     header, rows = first_table(
         README.read_text(encoding="utf-8").split("**Pre-registered confirmations.**")[1]
     )
     assert [r[0].split(":")[0].split()[0] for r in rows] == list(CONFIRMATIONS)
     for cells in rows:
-        folder, a, b, task, effect, count = CONFIRMATIONS[cells[0].split(":")[0].split()[0]]
+        values, expected = CONFIRMATIONS[cells[0].split(":")[0].split()[0]]()
         checked = [c for c, name in zip(cells, header) if name not in ("confirmation", "paper", "ran on")]
         printed = [m.group(1) for cell in checked for m in NUMBER.finditer(cell)]
-        values = confirmation_numbers(folder, a, b, task, count)
         assert len(printed) == len(values), (cells[0], printed)
         for text, value in zip(printed, values):
             assert agrees(text, value), (cells[0], text, value)
-        record = json.loads((RESULTS / "confirm" / folder / "compare.json").read_text(encoding="utf-8"))
-        expected = verdict(record["tasks"][task]["scores"]["main_score"], +1, effect)["verdict"]
         assert cells[header.index("verdict")].strip("* ").split()[0].strip("*:;") == expected
