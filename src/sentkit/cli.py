@@ -78,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
         "and static models run on the CPU",
     )
     ev.add_argument(
+        "--precision",
+        choices=("fp32", "fp16", "bf16"),
+        default="fp32",
+        help="a torch model's weights: fp32 (as loaded), fp16 (GPU only) or bf16",
+    )
+    ev.add_argument(
         "--int8",
         action="store_true",
         help="run the model's int8 ONNX export with onnxruntime (exported into the cache on first use; "
@@ -300,15 +306,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         )
     # the user's own files are read and checked whole now (file:line errors), and read only this once
     prepared = read_user_tasks(names, langs=args.langs, batch_size=args.batch_size)
-    if args.device == "cuda":
+    if args.device == "cuda" or args.precision == "fp16":
         import torch
 
-        if not torch.cuda.is_available():
+        if args.device == "cuda" and not torch.cuda.is_available():
             raise InvalidArgument("--device cuda: torch sees no GPU")
-    from sentkit.corpus.engine_local import place_encoder
+        if args.precision == "fp16" and (args.device == "cpu" or not torch.cuda.is_available()):
+            raise InvalidArgument("--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too")
+    if args.int8 and args.precision != "fp32":
+        raise InvalidArgument(f"--precision {args.precision} cannot be combined with --int8")
+    from sentkit.corpus.engine_local import cast_encoder, place_encoder
 
     kwargs = {"pooling": args.pooling} if args.pooling else {}
     encoder, device = place_encoder(_load_model(_int8_name(args.model, args.int8), **kwargs), args.device)
+    encoder = cast_encoder(encoder, args.precision, device)
     results = evaluate(
         encoder,
         names,
@@ -322,6 +333,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             "model_absolute": _local_model_path(args.model),
             "int8": args.int8,
             "device": device,
+            "precision": args.precision,
             **_train_seed(args.model),
         },
         task_options={"kmeans": args.kmeans} if args.kmeans != "sklearn" else None,

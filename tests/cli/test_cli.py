@@ -360,3 +360,62 @@ def test_eval_device_cuda_without_a_gpu_stops_before_the_model_loads(stubs, tmp_
     assert main(argv) == 2
     assert capsys.readouterr().err == "sentkit: error: --device cuda: torch sees no GPU\n"
     assert not (tmp_path / "r").exists()
+
+
+def test_eval_precision_bf16_casts_the_model_and_stays_close_to_fp32(tiny_dir, tmp_path, data_root):
+    _, path = tiny_dir
+    scores = {}
+    for precision in ("fp32", "bf16"):
+        out = tmp_path / precision
+        argv = [
+            "eval",
+            "--model",
+            str(path),
+            "--tasks",
+            "stsb-dev",
+            "--out",
+            str(out),
+            "--precision",
+            precision,
+        ]
+        assert main(argv + ["--data-root", str(data_root)]) == 0
+        (file,) = out.glob("*.json")
+        results = json.loads(file.read_text())
+        assert results["config"]["precision"] == precision
+        scores[precision] = results["tasks"]["stsb-dev"]["main_score"]
+    # bf16 keeps 8 bits of mantissa: the score moves, a little (a random 2-layer model scores about 20-60)
+    assert scores["bf16"] != scores["fp32"]
+    assert abs(scores["bf16"] - scores["fp32"]) < 2.0
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--precision", "fp16"], "--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too"),
+        (["--precision", "bf16", "--int8"], "--precision bf16 cannot be combined with --int8"),
+    ],
+)
+def test_eval_precision_refusals_come_before_the_model_loads(
+    stubs, tmp_path, monkeypatch, capsys, flags, message
+):
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr("sentkit.cli._load_model", no_model)
+    argv = ["eval", "--model", "_stub", "--tasks", "stsb-dev", "--out", str(tmp_path / "r"), *flags]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"sentkit: error: {message}\n"
+
+
+def test_a_model_that_is_not_torch_runs_at_fp32_only():
+    from sentkit.corpus.engine_local import cast_encoder
+    from sentkit.errors import InvalidArgument
+
+    class Numpy:
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            return np.ones((len(sentences), 4), dtype=np.float32)
+
+    encoder = Numpy()
+    assert cast_encoder(encoder, "fp32", "cpu") is encoder
+    with pytest.raises(InvalidArgument, match="--precision bf16: Numpy runs at fp32 only"):
+        cast_encoder(encoder, "bf16", "cpu")

@@ -60,6 +60,26 @@ def place_encoder(encoder, device: str):
     return (encoder.to("cuda") if name == "cuda" else encoder), name
 
 
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def cast_encoder(encoder, precision: str, device: str):
+    """`encoder` with its torch weights cast to `precision` (fp32 leaves it as loaded): inputs stay token ids
+    and `encode` still returns float32 vectors. fp16 needs a GPU (`device` is where it was placed); a model
+    that is not a torch module (ONNX, OpenVINO, static) runs at fp32 only (InvalidArgument)."""
+    import torch
+
+    if precision not in PRECISIONS:
+        raise InvalidArgument(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
+    if precision == "fp32":
+        return encoder
+    if not (callable(getattr(encoder, "to", None)) and hasattr(encoder, "parameters")):
+        raise InvalidArgument(f"--precision {precision}: {type(encoder).__name__} runs at fp32 only")
+    if precision == "fp16" and device != "cuda":
+        raise InvalidArgument("--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too")
+    return encoder.to(dtype=torch.float16 if precision == "fp16" else torch.bfloat16)
+
+
 def run_local(job: EncodeJob, encoder, info: dict) -> Iterator[dict | InputEnd]:
     """Encode every missing shard in this process, input by input; yields shard records and input ends."""
     encoder, info["device"] = place_encoder(encoder, job.device)
