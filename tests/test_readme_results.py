@@ -534,6 +534,7 @@ CONFIRMATIONS = {  # the first word of a row -> its numbers, in reading order, a
     ),
     "EASE": lambda: held_out("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout", 1.9, clustered),
     "JCSE": lambda: example_claim("jcse.json", "minilm-en/stage1", "minilm-en/unsup", "jacsts"),
+    "AMR": lambda: example_claim("amr.json", "muse-m/concat_norm", "muse-m/s", "sts17"),
 }
 
 
