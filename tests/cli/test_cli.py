@@ -50,21 +50,15 @@ def test_unknown_task_suggests_a_name(tiny_dir, tmp_path, capsys):
     assert "did you mean stsb-dev" in capsys.readouterr().err
 
 
+def stsb_dev_argv(model, out, *flags: str) -> list[str]:
+    """`sentkit eval` of `model` on stsb-dev into `out`, with `flags`."""
+    return ["eval", "--model", str(model), "--tasks", "stsb-dev", "--out", str(out), *flags]
+
+
 def test_eval_then_report(tiny_dir, tmp_path, data_root, capsys):
     encoder, path = tiny_dir
     out = tmp_path / "results"
-    argv = [
-        "eval",
-        "--model",
-        str(path),
-        "--tasks",
-        "stsb-dev",
-        "--out",
-        str(out),
-        "--data-root",
-        str(data_root),
-    ]
-    assert main(argv) == 0
+    assert main(stsb_dev_argv(path, out, "--data-root", str(data_root))) == 0
     files = sorted(out.glob("*.json"))
     assert len(files) == 1 and files[0].with_suffix(".md").exists()
     results = json.loads(files[0].read_text())
@@ -367,18 +361,7 @@ def test_eval_precision_bf16_casts_the_model_and_stays_close_to_fp32(tiny_dir, t
     scores = {}
     for precision in ("fp32", "bf16"):
         out = tmp_path / precision
-        argv = [
-            "eval",
-            "--model",
-            str(path),
-            "--tasks",
-            "stsb-dev",
-            "--out",
-            str(out),
-            "--precision",
-            precision,
-        ]
-        assert main(argv + ["--data-root", str(data_root)]) == 0
+        assert main(stsb_dev_argv(path, out, "--precision", precision, "--data-root", str(data_root))) == 0
         (file,) = out.glob("*.json")
         results = json.loads(file.read_text())
         assert results["config"]["precision"] == precision
