@@ -306,16 +306,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         )
     # the user's own files are read and checked whole now (file:line errors), and read only this once
     prepared = read_user_tasks(names, langs=args.langs, batch_size=args.batch_size)
+    from sentkit.corpus.engine_local import FP16_NEEDS_GPU, cast_encoder, place_encoder
+
     if args.device == "cuda" or args.precision == "fp16":
         import torch
 
         if args.device == "cuda" and not torch.cuda.is_available():
             raise InvalidArgument("--device cuda: torch sees no GPU")
         if args.precision == "fp16" and (args.device == "cpu" or not torch.cuda.is_available()):
-            raise InvalidArgument("--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too")
+            raise InvalidArgument(FP16_NEEDS_GPU)
     if args.int8 and args.precision != "fp32":
         raise InvalidArgument(f"--precision {args.precision} cannot be combined with --int8")
-    from sentkit.corpus.engine_local import cast_encoder, place_encoder
 
     kwargs = {"pooling": args.pooling} if args.pooling else {}
     encoder, device = place_encoder(_load_model(_int8_name(args.model, args.int8), **kwargs), args.device)

@@ -40,8 +40,7 @@ class EncodeJob:
 def resolve_device(encoder, device: str) -> str:
     """The device `encoder` runs on for `device` ("auto": a GPU when torch sees one and the encoder is a torch
     module); `cuda` where it cannot run is refused (InvalidArgument)."""
-    is_module = callable(getattr(encoder, "to", None)) and hasattr(encoder, "parameters")
-    if device == "cpu" or not is_module:
+    if device == "cpu" or not _is_torch_module(encoder):
         if device == "cuda":
             raise InvalidArgument(f"--device cuda: {type(encoder).__name__} runs on the CPU only")
         return "cpu"
@@ -60,23 +59,28 @@ def place_encoder(encoder, device: str):
     return (encoder.to("cuda") if name == "cuda" else encoder), name
 
 
+def _is_torch_module(encoder) -> bool:
+    return callable(getattr(encoder, "to", None)) and hasattr(encoder, "parameters")
+
+
 PRECISIONS = ("fp32", "fp16", "bf16")
+FP16_NEEDS_GPU = "--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too"
 
 
 def cast_encoder(encoder, precision: str, device: str):
     """`encoder` with its torch weights cast to `precision` (fp32 leaves it as loaded): inputs stay token ids
     and `encode` still returns float32 vectors. fp16 needs a GPU (`device` is where it was placed); a model
     that is not a torch module (ONNX, OpenVINO, static) runs at fp32 only (InvalidArgument)."""
-    import torch
-
     if precision not in PRECISIONS:
         raise InvalidArgument(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
     if precision == "fp32":
         return encoder
-    if not (callable(getattr(encoder, "to", None)) and hasattr(encoder, "parameters")):
+    if not _is_torch_module(encoder):
         raise InvalidArgument(f"--precision {precision}: {type(encoder).__name__} runs at fp32 only")
     if precision == "fp16" and device != "cuda":
-        raise InvalidArgument("--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too")
+        raise InvalidArgument(FP16_NEEDS_GPU)
+    import torch
+
     return encoder.to(dtype=torch.float16 if precision == "fp16" else torch.bfloat16)
 
 
