@@ -40,12 +40,6 @@ def choose_nprobe(
         probe = min(lists, 2 * probe)
 
 
-def sample_recall(found_sims: np.ndarray, found_rows: np.ndarray, exact_kth: np.ndarray) -> float:
-    """recall@k of one try: the share of the k results at least as similar as the exact k-th neighbour
-    (recall.py's rule: a tie with the k-th counts as found)."""
-    return float(((found_rows >= 0) & (found_sims >= exact_kth[:, None])).mean())
-
-
 def tune_nprobe(
     start: int,
     lists: int,
@@ -60,18 +54,16 @@ def tune_nprobe(
     """(nprobe, record): choose_nprobe on `sample` queries drawn with a stream of `seed` other than the
     recall check's; `search_with(query_rows, nprobe)` runs the index (re-scored) on those rows."""
     from sentkit.mining.exact import UnitRows, exact_search
+    from sentkit.mining.recall import found_share, sampled_queries
 
     began = time.perf_counter()
-    rows = np.sort(
-        np.random.default_rng([seed, 1]).choice(queries.n, size=min(sample, queries.n), replace=False)
-    )
+    rows = sampled_queries(queries.n, sample, [seed, 1])
     block = queries.take(rows)
     exact_s, _, _ = exact_search(UnitRows(block), keys, k, "float32")
     kth = exact_s[:, -1]
 
     def recall_at(probe: int) -> float:
-        sims, found = search_with(block, probe)
-        return sample_recall(sims, found, kth)
+        return found_share(*search_with(block, probe), kth)
 
     probe, ladder = choose_nprobe(start, lists, target, recall_at)
     record = {"target": target, "queries": len(rows), "ladder": ladder, "chosen": probe}

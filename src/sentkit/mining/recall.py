@@ -22,6 +22,17 @@ RECALL_QUERIES = 1000
 RECALL_WARN = 0.9
 
 
+def sampled_queries(n: int, sample: int, seed) -> np.ndarray:
+    """Sorted row numbers of min(sample, n) of n queries, drawn without replacement with `seed`."""
+    return np.sort(np.random.default_rng(seed).choice(n, size=min(sample, n), replace=False))
+
+
+def found_share(sims: np.ndarray, rows: np.ndarray, exact_kth: np.ndarray) -> float:
+    """recall@k: the share of the (m, k) results at least as similar as each query's exact k-th neighbour
+    (`exact_kth`, (m,)); a tie with it counts as found, a missing result (row -1) does not."""
+    return float(((rows >= 0) & (sims >= exact_kth[:, None])).mean())
+
+
 def sampled_recall(
     queries,
     keys,
@@ -34,16 +45,13 @@ def sampled_recall(
     """recall@k of the approximate results (`sims`, `rows`: (nq, k), exact similarities) on `sample`
     queries drawn with `seed`, against an exact search of those queries over all keys."""
     k = rows.shape[1]
-    picked = np.sort(
-        np.random.default_rng(seed).choice(queries.n, size=min(sample, queries.n), replace=False)
-    )
+    picked = sampled_queries(queries.n, sample, seed)
     start = time.perf_counter()
     exact_s, exact_i, info = exact_search(UnitRows(queries.take(picked)), keys, k, dtype)
     seconds = time.perf_counter() - start
-    found = (rows[picked] >= 0) & (sims[picked] >= exact_s[:, -1:])  # (m, k)
     return {
         "k": k,
-        "recall_at_k": round(float(found.mean()), 4),
+        "recall_at_k": round(found_share(sims[picked], rows[picked], exact_s[:, -1]), 4),
         "recall_at_1": round(float(np.mean(rows[picked, 0] == exact_i[:, 0])), 4),
         "queries": len(picked),
         "seed": seed,
