@@ -215,15 +215,17 @@ def test_int8_static_suffix_exports_once_checked_and_int8_records_its_choice(
     assert info["int8"]["method"] == "onnxruntime quantize_dynamic"
 
 
-def test_host_kind_and_the_pending_choice():
+def test_host_kind_and_the_measured_or_pending_choice():
     assert host_kind(["avx2", "fma"]) == "avx2"
     assert host_kind(["avx2", "avx512f", "avx512_vnni"]) == "avx512_vnni"
     assert host_kind(["avx2", "avx_vnni"]) == "avx_vnni"
     assert host_kind(["avx2", "avx512_vnni", "amx_tile", "amx_int8"]) == "amx"
     assert host_kind(None) == host_kind([]) == "other"
-    for flags in (["avx2"], ["avx512_vnni"], ["amx_int8"], None):
+    for flags in (["avx512_vnni"], ["amx_int8"], None):
         choice = choose_int8(flags or [])
         assert choice["variant"] == "int8-dynamic" and "until the other paths are measured" in choice["why"]
+    choice = choose_int8(["avx2", "fma"])  # measured: the dynamic path won on an idle AVX2 host
+    assert choice["variant"] == "int8-dynamic" and choice["why"].startswith("fastest int8 path on an idle AVX2")
 
 
 def test_a_chosen_path_whose_package_is_missing_falls_back_to_dynamic(monkeypatch):

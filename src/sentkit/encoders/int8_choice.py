@@ -7,8 +7,9 @@ between these, so `@int8` looks the host kind up in `INT8_PATH`, and every path 
 name (`@int8-dynamic`, `@int8-static`, `@openvino-int8`). The choice is recorded in the encoder's
 `runtime_info`, which evaluation writes into the results file.
 
-Every host kind maps to onnxruntime dynamic int8, the only path measured against sentence-transformers so
-far (docs/performance.md); an entry changes when a measurement on an idle host of that kind says so.
+Every host kind maps to onnxruntime dynamic int8. On AVX2 hosts that is a measurement: of the four int8
+paths it was the fastest at no quality cost (`MEASURED`, docs/performance.md). On the other kinds it is the
+default until `bench/int8_speed.py` on an idle host of that kind says otherwise.
 """
 
 from __future__ import annotations
@@ -26,8 +27,13 @@ HOST_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
     ("avx2", frozenset({"avx2"})),
     ("other", frozenset()),
 )
-# host kind -> the variant `@int8` runs there; pending measurement, every kind keeps the dynamic path
+# host kind -> the variant `@int8` runs there
 INT8_PATH: dict[str, str] = {kind: "int8-dynamic" for kind, _ in HOST_KINDS}
+# host kind -> the measurement behind its entry (docs/results/); kinds not listed keep the dynamic path pending one
+MEASURED: dict[str, str] = {
+    "avx2": "fastest int8 path on an idle AVX2 host, at no quality cost (int8_speed_openvino_avx2.json: "
+    "e5-small-m 244 / 223 / 126 sent/s for dynamic / static / OpenVINO int8, MiniLM 663 / 659 / 271)",
+}
 PENDING = "onnxruntime dynamic int8 until the other paths are measured on an idle host of this kind"
 NEEDS = {"openvino-int8": ("openvino", "nncf")}  # variants that need an optional package
 
@@ -46,7 +52,7 @@ def choose_int8(flags: Sequence[str] | None = None) -> dict:
         flags = cpu_info()["flags"]
     kind = host_kind(flags)
     variant = INT8_PATH[kind]
-    why = PENDING if variant == "int8-dynamic" else f"measured fastest on {kind} hosts"
+    why = MEASURED.get(kind) or (PENDING if variant == "int8-dynamic" else f"set for {kind} hosts")
     missing = [m for m in NEEDS.get(variant, ()) if importlib.util.find_spec(m) is None]
     if missing:
         variant, why = "int8-dynamic", f"{INT8_PATH[kind]} needs {', '.join(missing)} (not installed)"
