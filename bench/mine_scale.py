@@ -90,18 +90,21 @@ def machine_bound(dim: int) -> dict:
 
 
 def of_bound(info: dict, bound: dict) -> dict:
-    """An exact search's GFLOP/s as a fraction of the machine's bound (empty for approximate searches)."""
-    if info["index"] != "flat" or not info["search_s"]:
+    """An exact search's GFLOP/s as a fraction of the CPU's bound (empty for approximate searches and for
+    searches on a GPU, whose rate is recorded as it is)."""
+    if info["index"] != "flat" or not info["search_s"] or info.get("device") == "cuda":
         return {}
     return {"fraction_of_bound": round(info["gflop"] / info["search_s"] / bound["bound_gflops"], 3)}
 
 
-def planted_sample(x, y, k: int, nn: np.ndarray, gold: np.ndarray, sample: int, seed: int) -> dict:
+def planted_sample(
+    x, y, k: int, nn: np.ndarray, gold: np.ndarray, sample: int, seed: int, device: str = "cpu"
+) -> dict:
     """On `sample` random queries: how often exact search and the run's neighbour lists `nn` have the
     planted translation among the k neighbours, and the run's recall@k against exact search."""
     rows = np.sort(np.random.default_rng(seed).choice(x.n, size=min(sample, x.n), replace=False))
     start = time.perf_counter()
-    _, exact, _ = exact_search(UnitRows(x.take(rows)), y, k)
+    _, exact, _ = exact_search(UnitRows(x.take(rows)), y, k, device=device)
     exact_s = time.perf_counter() - start
     run = nn[rows]
     planted = gold[rows] >= 0
@@ -134,6 +137,7 @@ def run_size(n: int, args, work: Path, bound: dict) -> dict:
         nprobe=args.nprobe,
         refine=args.refine,
         exact_dtype=args.exact_dtype,
+        exact_device=args.exact_device,
         recall_queries=args.recall_queries,
         seed=args.seed,
     )
@@ -160,7 +164,9 @@ def run_size(n: int, args, work: Path, bound: dict) -> dict:
     n_gold = int((gold >= 0).sum())
     p, r, f = prf_at_threshold(score, correct, n_gold, best_threshold(score, correct, n_gold))
     with meter.stage("planted_sample"):
-        sample = planted_sample(xs, ys, args.k, x_nn, gold, args.recall_queries, args.seed)
+        sample = planted_sample(
+            xs, ys, args.k, x_nn, gold, args.recall_queries, args.seed, fwd.get("device", "cpu")
+        )
     print(
         f"  planted translation in the k-NN: exact {sample['planted_found_exact']}, this run "
         f"{sample['planted_found_run']}; recall@{args.k} {sample[f'recall_at_{args.k}']}; planted F1 {f:.2f}",
@@ -189,8 +195,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--index", default="auto", type=parse_index, help="a preset or a FAISS factory string"
     )
-    parser.add_argument("--flat-max", type=int, default=250_000)
+    parser.add_argument(
+        "--flat-max", type=int, default=None, help="auto: exact up to this squared (sentkit's)"
+    )
     parser.add_argument("--exact-dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    parser.add_argument("--exact-device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--nprobe", type=int, default=None)
     parser.add_argument(
         "--nlist", type=int, default=None, help="IVF lists of the ivfpq / ivf-fastscan presets"

@@ -15,7 +15,7 @@ from conftest import make_tiny_encoder
 from sentkit.cli import main
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.approximate import train_size
-from sentkit.mining.exact import exact_scores, exact_search, merge_topk, product_error
+from sentkit.mining.exact import exact_scores, exact_search, merge_topk, product_error, resolve_device
 from sentkit.mining.index_spec import (
     fastscan_nlist,
     fastscan_nprobe,
@@ -26,7 +26,15 @@ from sentkit.mining.index_spec import (
 )
 from sentkit.mining.mine import MineConfig, mine
 from sentkit.mining.recall import raise_hint
-from sentkit.mining.search import IndexConfig, approximate_knobs, resolve_kind, search
+from sentkit.mining.search import (
+    FLAT_MAX,
+    GPU_FLAT_MAX,
+    IndexConfig,
+    approximate_knobs,
+    flat_limit,
+    resolve_kind,
+    search,
+)
 from sentkit.mining.vectors import ArrayVectors
 from sentkit.tasks.knn_search import cosine_knn
 
@@ -243,13 +251,61 @@ def test_auto_is_exact_up_to_flat_max_squared_then_the_fastscan_preset():
     assert resolve_kind(config, 500, 2000, 384)[0] == "flat"  # the product of the sides counts
     kind, why = resolve_kind(config, 1001, 1000, 384)
     assert kind == "IVF25,PQ192x4fs" and "exceeds --flat-max 1000 squared" in why  # 64 lists, at most n / 39
-    assert resolve_kind(IndexConfig(), 250_000, 250_000, 384)[0] == "flat"
-    assert resolve_kind(IndexConfig(), 1_000_000, 1_000_000, 384)[0] == "IVF2048,PQ192x4fs"
+    on_cpu = IndexConfig(exact_device="cpu")
+    assert resolve_kind(on_cpu, 250_000, 250_000, 384)[0] == "flat"
+    assert resolve_kind(on_cpu, 1_000_000, 1_000_000, 384)[0] == "IVF2048,PQ192x4fs"
     assert resolve_kind(IndexConfig(nlist=4096, pq_m=96), 10**6, 10**6, 384)[0] == "IVF4096,PQ96x4fs"
     assert resolve_kind(IndexConfig(kind="ivfpq"), 10**6, 10**6, 384)[0] == "OPQ64,IVF16384,PQ64"
     assert resolve_kind(IndexConfig(kind="ivfpq", nlist=4096, pq_m=48), 10**6, 10**6, 384)[0] == (
         "OPQ48,IVF4096,PQ48"
     )
+
+
+def test_exact_search_runs_where_asked_and_auto_searches_exactly_further_on_a_gpu(monkeypatch):
+    import torch
+
+    with pytest.raises(InvalidArgument, match="must be one of auto, cpu, cuda, got 'gpu'"):
+        resolve_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu" and resolve_device("cpu") == "cpu"
+    with pytest.raises(InvalidArgument, match="--exact-device cuda: torch sees no CUDA GPU") as err:
+        resolve_device("cuda")
+    assert "\n" not in str(err.value)
+    x, y = _sentence_like(300, 40, 16)
+    with pytest.raises(InvalidArgument, match="no CUDA GPU"):  # refused before any search
+        mine(_vectors(x), _vectors(y), MineConfig(index=IndexConfig(exact_device="cuda")))
+    assert exact_search(_vectors(x), _vectors(y), 4, "float32", "auto")[2]["device"] == "cpu"
+    assert flat_limit(IndexConfig()) == FLAT_MAX == 250_000
+    assert resolve_kind(IndexConfig(), 10**6, 10**6, 384)[0] == "IVF2048,PQ192x4fs"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # what auto sees on a GPU host
+    assert flat_limit(IndexConfig()) == GPU_FLAT_MAX == 2_000_000
+    assert (
+        flat_limit(IndexConfig(flat_max=7)) == 7 and flat_limit(IndexConfig(exact_device="cpu")) == FLAT_MAX
+    )
+    kind, why = resolve_kind(IndexConfig(), 10**6, 10**6, 384)
+    assert kind == "flat" and "within --flat-max 2000000 squared" in why
+    assert resolve_kind(IndexConfig(), 3 * 10**6, 3 * 10**6, 384)[0] == "IVF4096,PQ192x4fs"
+
+
+def test_mine_refuses_a_gpu_it_does_not_have_before_loading_the_model(tmp_path, monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for name in ("de.txt", "en.txt"):
+        (tmp_path / name).write_text("eins\nzwei\n")
+    argv = [
+        "mine",
+        "--src",
+        str(tmp_path / "de.txt"),
+        "--tgt",
+        str(tmp_path / "en.txt"),
+        "--model",
+        "no-such-model",
+    ]
+    assert main([*argv, "--out", str(tmp_path / "p.tsv"), "--exact-device", "cuda"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--exact-device cuda: torch sees no CUDA GPU" in err
+    assert "no-such-model" not in err and not (tmp_path / "p.tsv").exists()
 
 
 def test_preset_parameters_follow_the_key_count():

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from sentkit.corpus.readers import FORMATS
 from sentkit.errors import InvalidArgument
 from sentkit.mining.approximate import DEFAULT_EF_SEARCH, DEFAULT_NPROBE
-from sentkit.mining.exact import DTYPES
+from sentkit.mining.exact import DEVICES, DTYPES
 from sentkit.mining.index_spec import FACTORY_EXAMPLES, PRESETS, parse_index
 from sentkit.mining.margin import DEFAULT_K, SCORINGS
 from sentkit.mining.nprobe_tuning import RECALL_TARGET, TUNE_QUERIES
 from sentkit.mining.recall import RECALL_QUERIES
 from sentkit.mining.retrieval import RETRIEVALS
-from sentkit.mining.search import FLAT_MAX, IndexConfig
+from sentkit.mining.search import FLAT_MAX, GPU_FLAT_MAX, IndexConfig
 
 
 def add_mine_parser(sub, positive_int) -> None:
@@ -79,15 +79,23 @@ def add_index_arguments(parser, positive_int) -> None:
     parser.add_argument(
         "--flat-max",
         type=positive_int,
-        default=FLAT_MAX,
-        help=f"auto: exact search while src rows x tgt rows <= N^2 ({FLAT_MAX})",
+        default=None,
+        help=f"auto: exact search while src rows x tgt rows <= N^2 ({FLAT_MAX}; {GPU_FLAT_MAX} when exact "
+        "search runs on a GPU)",
     )
     parser.add_argument(
         "--exact-dtype",
         choices=DTYPES,
         default="auto",
         help="exact search products: bfloat16 candidates are re-scored and checked in float32 (auto: "
-        "bfloat16 where the CPU has it natively and it is faster)",
+        "bfloat16 on a GPU, and where the CPU has it natively and it is faster)",
+    )
+    parser.add_argument(
+        "--exact-device",
+        choices=DEVICES,
+        default="auto",
+        help="where exact search multiplies (auto: a CUDA GPU when torch sees one, else the CPU); the "
+        "candidates are re-scored on the CPU either way",
     )
     parser.add_argument(
         "--nlist", type=positive_int, default=None, help="ivfpq, ivf-fastscan: IVF lists (16 / 2 sqrt(n))"
@@ -170,6 +178,7 @@ def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) 
         refine=args.refine,
         seed=args.seed,
         exact_dtype=args.exact_dtype,
+        exact_device=args.exact_device,
         recall_queries=args.recall_queries,
         recall_target=args.recall_target or None,
     )

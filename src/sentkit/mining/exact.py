@@ -14,10 +14,17 @@ query's k-th exact similarity exceeds this, the k found are the exact top k. bfl
 as fast on CPUs with native support) only choose candidates: queries that fail the check (near-ties within
 the bound) are searched again with float32 products, so the neighbours equal the float32 search's (ties
 aside) and every score is a float32-vector similarity.
+
+Device: the products and selections run where torch runs them, the CPU or a CUDA GPU (`device`; auto: a GPU
+when torch sees one). On a GPU the tiles are larger, bfloat16 is the product dtype wherever the GPU supports
+it, and TF32 is switched off for float32 products (its 10-bit inputs would break the float32 error bound);
+the candidates come back to the CPU and are re-scored there by `exact_scores`, so a GPU search reports the
+same neighbours and the same scores as a CPU search of the same vectors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -25,9 +32,13 @@ import numpy as np
 from sentkit.errors import InvalidArgument
 
 DTYPES = ("auto", "float32", "bfloat16")
+DEVICES = ("auto", "cpu", "cuda")
 KEY_PASS_BYTES = 1 << 30  # float32 keys held at once (a 1M x 384 side takes two passes over the queries)
 QUERY_TILE = 2048  # queries per product
 KEY_TILE = 16384  # keys per product: a (2048, 16384) float32 similarity tile is 128 MiB
+# on a GPU a (2048, 16384) product takes tens of microseconds, less than launching the selections around it:
+# (8192, 65536) tiles give each launch 16 x the work, in a 2 GiB float32 (1 GiB bfloat16) similarity buffer
+GPU_TILES = (8192, 65536)
 EXTRA = {"float32": 2, "bfloat16": 12}  # candidates beyond k, so the check passes for all but near-ties
 SELECT_GROUPS = 16  # strided column groups of tile_topk
 RESCORE_ROWS = 512  # queries re-scored at a time (bounds the float64 gather: rows x candidates x dim)
@@ -104,49 +115,53 @@ def key_passes(keys, max_bytes: int | None = None):
                 pass_start, buf = pass_start + len(buf), None
 
 
-def exact_search(queries, keys, k: int, dtype: str = "auto") -> tuple[np.ndarray, np.ndarray, dict]:
+def resolve_device(device: str) -> str:
+    """ "cpu" or "cuda" for `device` (auto: "cuda" when torch sees a CUDA GPU); "cuda" without one is refused
+    in one line."""
+    if device not in DEVICES:
+        raise InvalidArgument(f"exact search device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise InvalidArgument(
+            "--exact-device cuda: torch sees no CUDA GPU here; use --exact-device cpu or auto"
+        )
+    return "cpu"
+
+
+def exact_search(
+    queries, keys, k: int, dtype: str = "auto", device: str = "cpu"
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """(sims (nq, k'), rows (nq, k'), info) with k' = min(k, keys.n), best first (ties: lower key row
-    first); `queries` and `keys` are vector sets (sentkit.mining.vectors). See the module docstring."""
+    first); `queries` and `keys` are vector sets (sentkit.mining.vectors); the products run on `device`
+    (DEVICES). See the module docstring."""
     import torch
 
     from sentkit.mining.gemm import exact_dtype_choice
 
     if dtype not in DTYPES:
         raise InvalidArgument(f"exact search dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    device = resolve_device(device)
     reason = "asked for"
     if dtype == "auto":
-        dtype, reason = exact_dtype_choice()
-    k = min(k, keys.n)
-    best_s = np.full((queries.n, k), -np.inf, dtype=np.float32)  # (nq, k)
-    best_i = np.full((queries.n, k), -1, dtype=np.int64)
-    counts = {"passes": 0, "rechecked": 0, "unverified": 0}
-    start = time.perf_counter()
-    for pass_start, keys32 in key_passes(keys):
-        counts["passes"] += 1
-        keys_f32 = torch.from_numpy(keys32)
-        keys_c = keys_f32.to(torch.bfloat16) if dtype == "bfloat16" else keys_f32
-        for q_start, q_block in queries.blocks():
-            for t in range(0, len(q_block), QUERY_TILE):
-                q32 = np.ascontiguousarray(q_block[t : t + QUERY_TILE])
-                sims, rows, ok = _pass_topk(q32, keys32, keys_c, k, dtype)
-                if dtype == "bfloat16" and not ok.all():  # near-ties within the bound: float32 products
-                    redo = ~ok
-                    sims[redo], rows[redo], ok[redo] = _pass_topk(q32[redo], keys32, keys_f32, k, "float32")
-                    counts["rechecked"] += int(redo.sum())
-                counts["unverified"] += int((~ok).sum())
-                at = slice(q_start + t, q_start + t + len(q32))
-                merge_topk(best_s[at], best_i[at], sims, rows + pass_start)
-    seconds = time.perf_counter() - start
+        dtype, reason = exact_dtype_choice(device)
+    with _full_float32(device):
+        best_s, best_i, counts, seconds = _search(queries, keys, min(k, keys.n), dtype, device)
     gflop = 2 * queries.n * keys.n * keys.dim / 1e9
     info = {
         "index": "flat",
         "factory": "Flat",
         "path": "blocked matrix product (torch), top-k per tile, candidates re-scored",
+        "device": device,
         "dtype": dtype,
         "dtype_reason": reason,
         "torch_threads": torch.get_num_threads(),
         "key_passes": counts["passes"],
-        "candidates_per_query": k + EXTRA[dtype],
+        "candidates_per_query": min(k, keys.n) + EXTRA[dtype],
         "float32_rechecked_queries": counts["rechecked"],
         # queries whose k-th neighbour is tied (within float32 rounding) with keys beyond the candidates
         "unverified_queries": counts["unverified"],
@@ -155,7 +170,52 @@ def exact_search(queries, keys, k: int, dtype: str = "auto") -> tuple[np.ndarray
         "search_s": round(seconds, 2),
         "gflops": round(gflop / seconds, 1) if seconds > 0 else None,
     }
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name()
     return best_s, best_i, info
+
+
+@contextlib.contextmanager
+def _full_float32(device: str):
+    """float32 products at full precision on a GPU (TF32 off) for the duration; nothing on the CPU."""
+    if device != "cuda":
+        yield
+        return
+    import torch
+
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _search(queries, keys, k: int, dtype: str, device: str):
+    """The blocked search of exact_search: (best sims, best rows, counts, seconds)."""
+    import torch
+
+    query_tile = GPU_TILES[0] if device == "cuda" else QUERY_TILE
+    best_s = np.full((queries.n, k), -np.inf, dtype=np.float32)  # (nq, k)
+    best_i = np.full((queries.n, k), -1, dtype=np.int64)
+    counts = {"passes": 0, "rechecked": 0, "unverified": 0}
+    start = time.perf_counter()
+    for pass_start, keys32 in key_passes(keys):
+        counts["passes"] += 1
+        keys_f32 = torch.from_numpy(keys32).to(device)
+        keys_c = keys_f32.to(torch.bfloat16) if dtype == "bfloat16" else keys_f32
+        for q_start, q_block in queries.blocks():
+            for t in range(0, len(q_block), query_tile):
+                q32 = np.ascontiguousarray(q_block[t : t + query_tile])
+                sims, rows, ok = _pass_topk(q32, keys32, keys_c, k, dtype)
+                if dtype == "bfloat16" and not ok.all():  # near-ties within the bound: float32 products
+                    redo = ~ok
+                    sims[redo], rows[redo], ok[redo] = _pass_topk(q32[redo], keys32, keys_f32, k, "float32")
+                    counts["rechecked"] += int(redo.sum())
+                counts["unverified"] += int((~ok).sum())
+                at = slice(q_start + t, q_start + t + len(q32))
+                merge_topk(best_s[at], best_i[at], sims, rows + pass_start)
+    return best_s, best_i, counts, time.perf_counter() - start
 
 
 def _pass_topk(q32: np.ndarray, keys32: np.ndarray, keys_c, k: int, dtype: str):
@@ -165,7 +225,7 @@ def _pass_topk(q32: np.ndarray, keys32: np.ndarray, keys_c, k: int, dtype: str):
 
     n = len(keys32)
     kk = min(n, k + EXTRA[dtype])
-    qc = torch.from_numpy(q32)
+    qc = torch.from_numpy(q32).to(keys_c.device)
     if dtype == "bfloat16":
         qc = qc.to(torch.bfloat16)
     approx, cand = _candidates(qc, keys_c, kk)  # (b, kk) each, largest product first
@@ -183,11 +243,12 @@ def _candidates(qc, keys_c, kk: int) -> tuple[np.ndarray, np.ndarray]:
     import torch
 
     values, rows = [], []
+    key_tile = GPU_TILES[1] if qc.is_cuda else KEY_TILE
     # one similarity buffer, written by every tile's product: a fresh (b, KEY_TILE) result per product
     # costs its page faults (128 MiB per float32 tile), about a fifth of the product's own time
-    buffer = torch.empty(len(qc) * min(KEY_TILE, len(keys_c)), dtype=qc.dtype)
-    for start in range(0, len(keys_c), KEY_TILE):
-        tile = keys_c[start : start + KEY_TILE]
+    buffer = torch.empty(len(qc) * min(key_tile, len(keys_c)), dtype=qc.dtype, device=qc.device)
+    for start in range(0, len(keys_c), key_tile):
+        tile = keys_c[start : start + key_tile]
         sims = torch.mm(qc, tile.T, out=buffer[: len(qc) * len(tile)].view(len(qc), len(tile)))  # (b, tile)
         v, i = tile_topk(sims, min(kk, sims.shape[1]))  # (b, kk) each
         values.append(v)
@@ -196,7 +257,7 @@ def _candidates(qc, keys_c, kk: int) -> tuple[np.ndarray, np.ndarray]:
     if v.shape[1] > kk:
         v, j = torch.topk(v, kk, dim=1)  # (b, kk)
         r = torch.gather(r, 1, j)
-    return v.float().numpy(), r.numpy()
+    return v.float().cpu().numpy(), r.cpu().numpy()
 
 
 def tile_topk(sims, kk: int):
@@ -213,6 +274,8 @@ def tile_topk(sims, kk: int):
     width = n // g
     group_max = sims.view(b, g, width).amax(dim=1)  # (b, width): max of column j, j + width, ...
     _, best = torch.topk(group_max, kk, dim=1)  # (b, kk) groups
-    columns = (best[:, :, None] + width * torch.arange(g)).reshape(b, kk * g)  # (b, kk x g)
+    columns = (best[:, :, None] + width * torch.arange(g, device=sims.device)).reshape(
+        b, kk * g
+    )  # (b, kk x g)
     v, j = torch.topk(torch.gather(sims, 1, columns), kk, dim=1)  # (b, kk)
     return v, torch.gather(columns, 1, j)

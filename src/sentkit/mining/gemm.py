@@ -57,9 +57,16 @@ def matmul_gflops(
 
 
 @functools.cache
-def exact_dtype_choice() -> tuple[str, str]:
-    """("float32" | "bfloat16", why): bfloat16 where the CPU has it natively and its product measures at
-    least BF16_MIN_SPEEDUP x float32's (measured once per process, about a second)."""
+def exact_dtype_choice(device: str = "cpu") -> tuple[str, str]:
+    """("float32" | "bfloat16", why) for products on `device` ("cpu" or "cuda"). CPU: bfloat16 where the
+    CPU has it natively and its product measures at least BF16_MIN_SPEEDUP x float32's (measured once per
+    process, about a second). GPU: bfloat16 where the GPU supports it (tensor cores from Ampere on)."""
+    if device == "cuda":
+        import torch
+
+        if torch.cuda.is_bf16_supported():
+            return "bfloat16", f"{torch.cuda.get_device_name()} multiplies bfloat16 natively"
+        return "float32", f"{torch.cuda.get_device_name()} does not support bfloat16"
     flags = cpu_flags()
     if not native_bf16(flags):
         return "float32", "the CPU lists neither avx512_bf16 nor amx_bf16"

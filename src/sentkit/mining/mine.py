@@ -21,6 +21,7 @@ import numpy as np
 from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable_file
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
 from sentkit.errors import DataWarning, InvalidArgument
+from sentkit.mining.exact import resolve_device
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
 from sentkit.mining.native_stderr import captured_stderr, pass_through, too_few_training_points
 from sentkit.mining.output_guard import check_outputs
@@ -165,6 +166,7 @@ def mine_files(
     for path in (request.out, sidecar_path(request.out)):
         check_writable_file(path)
     check_outputs("--out", request.out, sidecar_path(request.out), list(paths.values()))
+    resolve_device(request.config.index.exact_device)  # --exact-device cuda without a GPU: before any work
     is_folder = {name: _is_shard_folder(path) for name, path in paths.items()}
     if not all(is_folder.values()) and not request.model:
         text_side = request.src if not is_folder["src"] else request.tgt

@@ -41,13 +41,14 @@ def sampled_recall(
     sample: int = RECALL_QUERIES,
     seed: int = 0,
     dtype: str = "auto",
+    device: str = "cpu",
 ) -> dict:
     """recall@k of the approximate results (`sims`, `rows`: (nq, k), exact similarities) on `sample`
     queries drawn with `seed`, against an exact search of those queries over all keys."""
     k = rows.shape[1]
     picked = sampled_queries(queries.n, sample, seed)
     start = time.perf_counter()
-    exact_s, exact_i, info = exact_search(UnitRows(queries.take(picked)), keys, k, dtype)
+    exact_s, exact_i, info = exact_search(UnitRows(queries.take(picked)), keys, k, dtype, device)
     seconds = time.perf_counter() - start
     return {
         "k": k,
@@ -56,6 +57,7 @@ def sampled_recall(
         "queries": len(picked),
         "seed": seed,
         "exact_dtype": info["dtype"],
+        "exact_device": info["device"],
         "exact_s": round(seconds, 2),
     }
 

@@ -11,7 +11,8 @@
   for a few CPU cores (the coarse stages are kept small, 4-bit codes scan fast, exact re-scoring fixes
   the order);
 - a factory string (`IVF4096,Flat`, `HNSW32`, ...): that index (approximate.py);
-- `auto`: `flat` while src rows x tgt rows <= flat_max^2, `ivf-fastscan` above.
+- `auto`: `flat` while src rows x tgt rows <= flat_max^2 (FLAT_MAX, or GPU_FLAT_MAX when exact search runs on
+  a GPU), `ivf-fastscan` above.
 
 Every result is scored by the same exact similarity (exact.exact_scores), whichever search found it, and
 every approximate search has its recall@k against exact search measured on sampled queries (recall.py).
@@ -26,7 +27,7 @@ import numpy as np
 
 from sentkit.errors import InvalidArgument
 from sentkit.mining.approximate import DEFAULT_REFINE, TRAIN_MIN, approximate_search
-from sentkit.mining.exact import DTYPES, exact_scores, exact_search, merge_topk
+from sentkit.mining.exact import DTYPES, exact_scores, exact_search, merge_topk, resolve_device
 from sentkit.mining.index_spec import (
     FASTSCAN_REFINE,
     PRESETS,
@@ -46,6 +47,9 @@ from sentkit.mining.recall import RECALL_QUERIES, sampled_recall
 # 2 x 2 x 250k^2 x 384 = 9.6e13 FLOP, about 10 minutes at the 160 GFLOP/s of float32 products measured on
 # 2 AVX-512 cores (5 with their 315 in bfloat16); 1M x 1M would be 16 x that, hours.
 FLAT_MAX = 250_000
+# on a GPU: both directions of 2M x 2M are 6.1e15 FLOP, under a minute at the few hundred bfloat16 TFLOP/s of a
+# data-centre GPU (an estimate from the product's FLOPs, not a measurement)
+GPU_FLAT_MAX = 2_000_000
 IVF_MIN_KEYS = 1000  # fewer keys cannot train 256 8-bit PQ centroids per sub-quantizer meaningfully
 
 
@@ -54,7 +58,7 @@ class IndexConfig:
     """How one side's keys are searched; `None` fields are derived from the key count and dim."""
 
     kind: str = "auto"  # a preset (index_spec.PRESETS) or a FAISS factory string
-    flat_max: int = FLAT_MAX  # auto: exact while queries x keys <= flat_max^2
+    flat_max: int | None = None  # auto: exact while queries x keys <= flat_max^2 (None: flat_limit's)
     nlist: int | None = None  # presets' inverted lists (ivfpq: about 16 sqrt(n); ivf-fastscan: 2 sqrt(n))
     pq_m: int | None = None  # presets' sub-quantizers (ivfpq: 64 of 8 bits; ivf-fastscan: dim/2 of 4 bits)
     nprobe: int | None = None  # IVF lists visited per query (ivf-fastscan: lists/256; else 128)
@@ -63,6 +67,7 @@ class IndexConfig:
     train_size: int | None = None  # rows sampled for training (ivf-fastscan: 39 per list; else 50 per list)
     seed: int = 0  # training sample, k-means, recall sample
     exact_dtype: str = "auto"  # product dtype of exact search: auto, float32, bfloat16
+    exact_device: str = "auto"  # where exact search multiplies: auto (a GPU if torch sees one), cpu, cuda
     recall_queries: int = RECALL_QUERIES  # queries sampled to measure an approximate index's recall
     # IVF without nprobe: nprobe chosen on sampled queries to reach this recall@k (None or 0: not tuned)
     recall_target: float | None = RECALL_TARGET
@@ -78,7 +83,7 @@ def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[
     check_index(config, keys.dim)
     kind, reason = resolve_kind(config, queries.n, keys.n, keys.dim)
     if kind == "flat":
-        sims, idx, info = exact_search(queries, keys, k, config.exact_dtype)
+        sims, idx, info = exact_search(queries, keys, k, config.exact_dtype, config.exact_device)
     elif kind == "faiss-flat":
         start = time.perf_counter()
         sims, idx = faiss_flat_search(queries, keys, k)
@@ -100,7 +105,14 @@ def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[
             recall_target=None if config.nprobe else config.recall_target,
         )
         info["recall"] = sampled_recall(
-            queries, keys, sims, idx, config.recall_queries, config.seed, config.exact_dtype
+            queries,
+            keys,
+            sims,
+            idx,
+            config.recall_queries,
+            config.seed,
+            config.exact_dtype,
+            config.exact_device,
         )
     return sims, idx, {"asked": config.kind, "chosen_because": reason, **info}
 
@@ -110,6 +122,7 @@ def check_index(config: IndexConfig, dim: int) -> None:
     parse_index(config.kind)
     if config.exact_dtype not in DTYPES:
         raise InvalidArgument(f"--exact-dtype must be one of {', '.join(DTYPES)}, got {config.exact_dtype!r}")
+    resolve_device(config.exact_device)  # refuses cuda without a GPU before any search
     if config.kind not in PRESETS:
         check_factory_dim(config.kind, dim)
     if config.kind in ("ivfpq", "ivf-fastscan", "auto") and config.pq_m and dim % config.pq_m:
@@ -120,10 +133,11 @@ def resolve_kind(config: IndexConfig, nq: int, nk: int, dim: int) -> tuple[str, 
     """(what runs: "flat", "faiss-flat" or a factory string, why) for nq queries over nk keys."""
     kind = config.kind
     if kind == "auto":
-        if nq * nk <= config.flat_max**2 or nk < IVF_MIN_KEYS:
-            return "flat", f"auto: {nq} x {nk} rows is within --flat-max {config.flat_max} squared"
+        limit = flat_limit(config)
+        if nq * nk <= limit**2 or nk < IVF_MIN_KEYS:
+            return "flat", f"auto: {nq} x {nk} rows is within --flat-max {limit} squared"
         kind = "ivf-fastscan"
-        reason = f"auto: {nq} x {nk} rows exceeds --flat-max {config.flat_max} squared"
+        reason = f"auto: {nq} x {nk} rows exceeds --flat-max {limit} squared"
     else:
         reason = "asked for"
     if kind == "Flat":
@@ -135,6 +149,14 @@ def resolve_kind(config: IndexConfig, nq: int, nk: int, dim: int) -> tuple[str, 
     if kind == "ivf-fastscan":
         return fastscan_factory(nk, dim, config), reason
     return kind, reason
+
+
+def flat_limit(config: IndexConfig) -> int:
+    """auto's exact-search limit: --flat-max where given, else GPU_FLAT_MAX when exact search runs on a GPU,
+    FLAT_MAX on a CPU."""
+    if config.flat_max:
+        return config.flat_max
+    return GPU_FLAT_MAX if resolve_device(config.exact_device) == "cuda" else FLAT_MAX
 
 
 def preset_of(config: IndexConfig) -> str | None:
