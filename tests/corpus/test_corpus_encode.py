@@ -273,6 +273,10 @@ def test_cli_sharded_mode_is_chosen_by_shard_size(tmp_path, corpus, capsys):
     assert "nothing to do" in captured.err and f"{out}: nothing to do" in captured.out
     assert main(args) == 2  # --engine without --shard-size: refused, not ignored
     assert "--engine applies to sharded output; add --shard-size N" in capsys.readouterr().err
+    bf16 = [*args[:6], str(tmp_path / "bf16"), "--shard-size", "10", "--precision", "bf16"]
+    assert main(bf16) == 0 and "25 rows" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "bf16" / "manifest.json").read_text())
+    assert manifest["model"]["precision"] == "bf16" and manifest["model"]["fingerprint"].endswith("+bf16")
     npy = ["encode", "--model", str(model), "--input", str(corpus), "--output", str(tmp_path / "v.npy")]
     assert main(npy + ["--shard-size", "10"]) == 2
     assert "--shard-size writes a folder of shards; --output" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
 from sentkit.corpus.manifest import ManifestMismatch
 from sentkit.corpus.shards import InputChanged, ShardSettings, text_digest
 from sentkit.errors import InvalidArgument
+from sentkit.mining.mine import MineRequest, mine_files
 from sentkit.mining.vectors import ShardVectors
 
 LINES = [f"Tom wrote sentence {i} " + "word " * (i % 7) for i in range(25)]
@@ -48,7 +49,7 @@ def corpus(tmp_path):
     return _settled(_write(tmp_path / "in.txt", LINES))
 
 
-def _encode(encoder, source, out, logs=None, before_shard=None, device="auto"):
+def _encode(encoder, source, out, logs=None, before_shard=None, device="auto", precision="fp32"):
     request = EncodeRequest(
         input=str(source),
         output=str(out),
@@ -56,6 +57,7 @@ def _encode(encoder, source, out, logs=None, before_shard=None, device="auto"):
         settings=ShardSettings(shard_size=10),
         engine="local",
         device=device,
+        precision=precision,
     )
     log = logs.append if logs is not None else (lambda line: None)
     return encode_corpus(request, load_model=lambda name: encoder, log=log, before_shard=before_shard)
@@ -300,6 +302,42 @@ def test_cli_device_cuda_without_a_gpu_is_one_line_and_exit_2(corpus, tmp_path, 
     ]
     assert main(args + ["--engine", "local", "--device", "cuda"]) == 2
     assert capsys.readouterr().err == "sentkit: error: --device cuda: torch sees no GPU\n"
+    assert not out.exists()
+
+
+# ---- --precision ------------------------------------------------------------------------------------------
+def test_bf16_shards_record_their_precision_and_never_mix_with_fp32(corpus, tmp_path):
+    fp32, bf16 = tmp_path / "fp32", tmp_path / "bf16"
+    _encode(make_tiny_encoder(pooling="mean"), corpus, fp32)
+    _encode(make_tiny_encoder(pooling="mean"), corpus, bf16, precision="bf16")  # a cast works in place
+    m32, m16 = _manifest(fp32), _manifest(bf16)
+    assert m16["model"]["fingerprint"] == m32["model"]["fingerprint"] + "+bf16"
+    assert (m32["model"]["precision"], m16["model"]["precision"]) == ("fp32", "bf16")
+    a, b = (np.vstack([block for _, block in ShardVectors(f).blocks()]) for f in (fp32, bf16))
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape == (25, 32)
+    cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert cosine.min() > 0.98 and not np.array_equal(a, b)  # bfloat16 weights: close, not equal
+    with pytest.raises(ManifestMismatch, match=r"\+bf16\), not 'tiny' \(\S+\); encode into a new folder"):
+        _encode(make_tiny_encoder(pooling="mean"), corpus, bf16)  # fp32 into the bf16 folder
+    request = MineRequest(src=str(fp32), tgt=str(bf16), out=str(tmp_path / "pairs.tsv"))
+    with pytest.raises(ManifestMismatch, match=r"different models \('tiny', 'tiny' at bf16\)"):
+        mine_files(request, log=lambda line: None)
+
+
+def test_a_precision_the_model_cannot_run_is_refused_before_the_folder_exists(corpus, tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "out"
+    with pytest.raises(InvalidArgument, match="--precision fp16 needs a GPU"):
+        _encode(make_tiny_encoder(pooling="mean"), corpus, out, precision="fp16")
+
+    class Static:
+        def encode(self, sentences, batch_size=64, show_progress=False):
+            return np.ones((len(sentences), 4), dtype=np.float32)
+
+    with pytest.raises(InvalidArgument, match="--precision bf16: Static runs at fp32 only"):
+        _encode(Static(), corpus, out, precision="bf16")
     assert not out.exists()
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sentkit.corpus.encode_run import ENGINES, EncodeRequest, encode_corpus
+from sentkit.corpus.engine_local import PRECISIONS
 from sentkit.corpus.readers import FORMATS, input_files, iter_rows
 from sentkit.corpus.shards import DEFAULT_SHARD_SIZE, DTYPES, SHARD_FORMATS, ShardSettings
 from sentkit.errors import InvalidArgument
@@ -27,6 +28,7 @@ SHARD_OPTIONS = {
     "workers": None,
     "threads": None,
     "device": "auto",
+    "precision": "fp32",
     "address": None,
 }
 
@@ -82,6 +84,13 @@ def add_shard_arguments(parser: argparse.ArgumentParser, positive_int) -> None:
         "--device", choices=("auto", "cpu", "cuda"), default=None, help="auto: a GPU when present"
     )
     group.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=None,
+        help="a torch model's weights: fp32 (as loaded), fp16 (GPU only) or bf16; the vectors stay float32 "
+        "and the folder's model fingerprint records it (fp32)",
+    )
+    group.add_argument(
         "--address",
         default=None,
         help="join the Ray cluster at ADDR (runs on Ray; the output folder must be on a file system every "
@@ -130,6 +139,7 @@ def run_sharded_encode(args: argparse.Namespace, model: str, load_model: Callabl
         workers=options["workers"],
         threads=options["threads"],
         device=options["device"],
+        precision=options["precision"],
         address=options["address"],
     )
     summary = encode_corpus(request, load_model=load_model)

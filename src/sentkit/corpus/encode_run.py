@@ -1,7 +1,8 @@
 """One `sentkit encode` run into a shard folder: check what the folder holds, encode what is missing.
 
 Order of work: every check that needs no model (output folder, inputs, an existing manifest's settings,
-inputs and shard records), then the model (its fingerprint must match the manifest's; the device must exist),
+inputs and shard records), then the model (its fingerprint, which covers a --precision other than fp32, must
+match the manifest's; the device must exist, and the precision must run there),
 then the shard files against their recorded sha256. A finished folder whose shards cover every row and whose
 inputs have their recorded identity is left alone ("nothing to do"). Otherwise the engine re-reads the
 inputs, compares the finished shards' texts and encodes the missing shards; the manifest lists each finished
@@ -23,7 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.atomic import check_writable_dir
-from sentkit.corpus.engine_local import EncodeJob, resolve_device, run_local
+from sentkit.corpus.engine_local import (
+    EncodeJob,
+    check_precision,
+    precision_fingerprint,
+    resolve_device,
+    run_local,
+)
 from sentkit.corpus.manifest import MANIFEST, Manifest, now
 from sentkit.corpus.readers import InputFile, input_files
 from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork
@@ -53,6 +60,7 @@ class EncodeRequest:
     workers: int | None = None
     threads: int | None = None
     device: str = "auto"
+    precision: str = "fp32"
     address: str | None = None
 
 
@@ -82,9 +90,13 @@ def encode_corpus(
     encoder = (load_model or _load_encoder)(request.model)
     from sentkit.encoders.fingerprint import model_fingerprint
 
-    model = {"name": request.model, "fingerprint": model_fingerprint(encoder)}
+    fingerprint = precision_fingerprint(model_fingerprint(encoder), request.precision)
+    model = {"name": request.model, "fingerprint": fingerprint, "precision": request.precision}
     if engine == "local" or request.address is None:  # a cluster's GPUs are not this machine's
-        resolve_device(encoder, request.device)  # before the folder exists
+        device = resolve_device(encoder, request.device)  # before the folder exists
+    else:
+        device = "cuda" if request.device == "cuda" else "cpu"  # fp16 on a cluster: only with --device cuda
+    check_precision(encoder, request.precision, device)
     if engine == "ray":
         encoder = None  # the actors load their own copies
     folder.mkdir(parents=True, exist_ok=True)
@@ -124,6 +136,7 @@ def encode_corpus(
             known_rows=[manifest.known_rows(i) for i in range(len(inputs))],
             threads=request.threads,
             device=request.device,
+            precision=request.precision,
             workers=request.workers,
             address=request.address,
             before_shard=before_shard,

@@ -27,6 +27,7 @@ class EncodeJob:
     known_rows: list[int | None] = field(default_factory=list)
     threads: int | None = None
     device: str = "auto"
+    precision: str = "fp32"
     workers: int | None = None
     address: str | None = None
     before_shard: Callable[[ShardWork], None] | None = None
@@ -67,26 +68,42 @@ PRECISIONS = ("fp32", "fp16", "bf16")
 FP16_NEEDS_GPU = "--precision fp16 needs a GPU (--device cuda); bf16 runs on CPUs too"
 
 
-def cast_encoder(encoder, precision: str, device: str):
-    """`encoder` with its torch weights cast to `precision` (fp32 leaves it as loaded): inputs stay token ids
-    and `encode` still returns float32 vectors. fp16 needs a GPU (`device` is where it was placed); a model
-    that is not a torch module (ONNX, OpenVINO, static) runs at fp32 only (InvalidArgument)."""
+def check_precision(encoder, precision: str, device: str) -> None:
+    """Refuse (InvalidArgument, one line) a precision `encoder` cannot run at on `device`: fp16 needs a GPU,
+    and a model that is not a torch module (ONNX, OpenVINO, static) runs at fp32 only."""
     if precision not in PRECISIONS:
         raise InvalidArgument(f"--precision {precision}: expected one of {', '.join(PRECISIONS)}")
     if precision == "fp32":
-        return encoder
+        return
     if not _is_torch_module(encoder):
         raise InvalidArgument(f"--precision {precision}: {type(encoder).__name__} runs at fp32 only")
     if precision == "fp16" and device != "cuda":
         raise InvalidArgument(FP16_NEEDS_GPU)
+
+
+def cast_encoder(encoder, precision: str, device: str):
+    """`encoder` with its torch weights cast to `precision` (fp32 leaves it as loaded; check_precision's
+    refusals first): inputs stay token ids and `encode` still returns float32 vectors. `device` is where
+    the encoder was placed."""
+    check_precision(encoder, precision, device)
+    if precision == "fp32":
+        return encoder
     import torch
 
     return encoder.to(dtype=torch.float16 if precision == "fp16" else torch.bfloat16)
 
 
+def precision_fingerprint(fingerprint: str, precision: str) -> str:
+    """The fingerprint of vectors a model makes at `precision`: fp32's is the model's own, others carry
+    "+fp16" / "+bf16", so a shard folder or a mining run never mixes vectors of two precisions."""
+    return fingerprint if precision == "fp32" else f"{fingerprint}+{precision}"
+
+
 def run_local(job: EncodeJob, encoder, info: dict) -> Iterator[dict | InputEnd]:
     """Encode every missing shard in this process, input by input; yields shard records and input ends."""
     encoder, info["device"] = place_encoder(encoder, job.device)
+    encoder = cast_encoder(encoder, job.precision, info["device"])
+    info["precision"] = job.precision
     info["workers"] = 1
     for index, source in enumerate(job.inputs):
         for item in job.work(index):

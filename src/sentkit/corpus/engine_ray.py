@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
-from sentkit.corpus.engine_local import EncodeJob, place_encoder
+from sentkit.corpus.engine_local import EncodeJob, cast_encoder, place_encoder
 from sentkit.corpus.shards import InputEnd, ShardWork, encode_and_write
 from sentkit.errors import InvalidArgument, SentkitError
 
@@ -292,7 +292,10 @@ class _ShardEncoder:
         # first call, which returns it whole (a missing model: its one-line message)
         self.error: Exception | None = None
         try:
-            self.encoder, _ = place_encoder(load_encoder(job.model), "cuda" if gpu else "cpu")
+            device = "cuda" if gpu else "cpu"
+            self.encoder = cast_encoder(
+                place_encoder(load_encoder(job.model), device)[0], job.precision, device
+            )
         except Exception as err:
             self.error = err
 

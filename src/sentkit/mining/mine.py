@@ -252,8 +252,14 @@ def _check_same_model(request: MineRequest, src_model: dict, tgt_model: dict) ->
     if src_model.get("fingerprint") != tgt_model.get("fingerprint"):
         raise ManifestMismatch(
             f"{request.src} and {request.tgt} were encoded by different models "
-            f"({src_model.get('name')!r}, {tgt_model.get('name')!r}); mining compares vectors of one model"
+            f"({_model_label(src_model)}, {_model_label(tgt_model)}); mining compares vectors of one model"
         )
+
+
+def _model_label(model: dict) -> str:
+    """A folder's model as a message names it: its name, and its precision when not fp32."""
+    precision = model.get("precision", "fp32")
+    return repr(model.get("name")) + ("" if precision == "fp32" else f" at {precision}")
 
 
 def _skipped_line(skipped: dict) -> str:
