@@ -225,7 +225,9 @@ def test_host_kind_and_the_measured_or_pending_choice():
         choice = choose_int8(flags or [])
         assert choice["variant"] == "int8-dynamic" and "until the other paths are measured" in choice["why"]
     choice = choose_int8(["avx2", "fma"])  # measured: the dynamic path won on an idle AVX2 host
-    assert choice["variant"] == "int8-dynamic" and choice["why"].startswith("fastest int8 path on an idle AVX2")
+    assert choice["variant"] == "int8-dynamic" and choice["why"].startswith(
+        "fastest int8 path on an idle AVX2"
+    )
 
 
 def test_a_chosen_path_whose_package_is_missing_falls_back_to_dynamic(monkeypatch):
