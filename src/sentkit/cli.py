@@ -308,12 +308,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     prepared = read_user_tasks(names, langs=args.langs, batch_size=args.batch_size)
     from sentkit.corpus.engine_local import FP16_NEEDS_GPU, cast_encoder, place_encoder
 
-    if args.device == "cuda" or args.precision == "fp16":
-        import torch
+    if args.device == "cuda" or args.precision == "fp16":  # before the model loads
+        from sentkit.devices import torch_device
 
-        if args.device == "cuda" and not torch.cuda.is_available():
-            raise InvalidArgument("--device cuda: torch sees no GPU")
-        if args.precision == "fp16" and (args.device == "cpu" or not torch.cuda.is_available()):
+        if torch_device(args.device) != "cuda" and args.precision == "fp16":
             raise InvalidArgument(FP16_NEEDS_GPU)
     if args.int8 and args.precision != "fp32":
         raise InvalidArgument(f"--precision {args.precision} cannot be combined with --int8")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sentkit.corpus.readers import InputFile
 from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork, encode_and_write, iter_work
+from sentkit.devices import torch_device
 from sentkit.errors import InvalidArgument
 
 
@@ -45,13 +46,7 @@ def resolve_device(encoder, device: str) -> str:
         if device == "cuda":
             raise InvalidArgument(f"--device cuda: {type(encoder).__name__} runs on the CPU only")
         return "cpu"
-    import torch
-
-    if not torch.cuda.is_available():
-        if device == "cuda":
-            raise InvalidArgument("--device cuda: torch sees no GPU")
-        return "cpu"
-    return "cuda"
+    return torch_device(device)
 
 
 def place_encoder(encoder, device: str):

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from sentkit.devices import torch_device
 from sentkit.errors import InvalidArgument
 
 DTYPES = ("auto", "float32", "bfloat16")
@@ -120,17 +121,7 @@ def resolve_device(device: str) -> str:
     in one line."""
     if device not in DEVICES:
         raise InvalidArgument(f"exact search device must be one of {', '.join(DEVICES)}, got {device!r}")
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise InvalidArgument(
-            "--exact-device cuda: torch sees no CUDA GPU here; use --exact-device cpu or auto"
-        )
-    return "cpu"
+    return torch_device(device, "--exact-device")
 
 
 def exact_search(
