@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
 from mine_real import cache_folder, model_vectors  # noqa: E402
-from mine_real_sets import halves, real_rows, real_statistics, realistic_set  # noqa: E402
+from mine_real_sets import CONSTRUCTIONS, halves, real_rows, real_statistics, realistic_set  # noqa: E402
 
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
 from sentkit.corpus.shards import ShardSettings  # noqa: E402
@@ -53,7 +53,7 @@ def build(args) -> tuple:
     real = VectorSet(vectors[rows["src"]], vectors[rows["tgt"]], rows["gold"], {"counts": rows["counts"]})
     del vectors
     stats = real_statistics(real, 1000, args.seed)
-    vs = realistic_set(real, args.n, stats, args.paired, 2, 1000, args.seed)
+    vs = realistic_set(real, args.n, stats, args.paired, 2, 1000, args.seed, args.construction)
     return vs.x, vs.y, vs.gold, {"rows_used": used, "real_counts": rows["counts"], **vs.info}
 
 
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--n", type=int, default=1_000_000, help="rows a side")
     ap.add_argument("--paired", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--construction", default="mixtures", choices=CONSTRUCTIONS, help="realistic set rows")
     ap.add_argument("--index", default="auto", help="sentkit mine --index")
     ap.add_argument("--threshold", type=float, default=None, help="also score at this margin")
     ap.add_argument("--mine-arg", action="append", default=[], help="more `sentkit mine` options (--x=y)")

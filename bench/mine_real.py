@@ -6,9 +6,10 @@ B), and per model and half these sets are mined (bench/mine_real_sets.py builds 
 
 - `real`: the half's real translation pairs, one-to-one (non-English source, English target), with every
   unpaired text of the half on one side or the other;
-- `realistic-N`: N rows a side, perturbed copies of the half's real vectors calibrated to the real
-  nearest-neighbour cosines, a fraction of source rows with a planted translation whose cosine follows
-  the model's real translation pairs;
+- `realistic-N`: N rows a side, new points mixed from the half's real vectors and their same-side
+  neighbours (`--construction mixtures`; `copies` copies real vectors instead), perturbed so that the set's
+  nearest-neighbour cosines follow the real ones, a fraction of source rows with a planted translation whose
+  cosine follows the model's real translation pairs;
 - `structureless-N`: bench/bitext_mining.py's planted synthetic vectors (the worst case: no real structure).
 
 Each index (`--index`, FAISS factory strings or sentkit presets, each IVF one at every `--nprobe`) mines the
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import StageMeter, provenance, write_result  # noqa: E402
 from bitext_mining import planted_bitext  # noqa: E402
 from mine_real_sets import (  # noqa: E402
+    CONSTRUCTIONS,
     VectorSet,
     halves,
     read_pairs,
@@ -502,7 +504,14 @@ def build_sets(vectors: np.ndarray, half_mask, other, english, args):
         kind, n = name.rsplit("-", 1)
         if kind == "realistic":
             vs = realistic_set(
-                real, int(n), stats, args.paired, args.calibration_rounds, args.queries, args.seed
+                real,
+                int(n),
+                stats,
+                args.paired,
+                args.calibration_rounds,
+                args.queries,
+                args.seed,
+                args.construction,
             )
             print(f"{name}: calibration {vs.info['calibration'][-1]}", flush=True)
         else:
@@ -559,6 +568,12 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--noise", type=float, default=1.0, help="structureless translation noise")
     parser.add_argument("--calibration-rounds", type=int, default=2)
+    parser.add_argument(
+        "--construction",
+        default="mixtures",
+        choices=CONSTRUCTIONS,
+        help="realistic-N rows: new points mixed from real neighbours, or copies of real vectors",
+    )
     parser.add_argument(
         "--st-pca", type=int, default=0, help="the recipe's PCA dims (its script: 128; 0: off)"
     )

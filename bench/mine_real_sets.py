@@ -10,17 +10,29 @@ one-to-one matching over the pairs in seeded order); the non-English member goes
 English one to the target side. Texts in a pair that was not chosen are left out (each would be a second
 correct answer); every text in no pair goes to the source or the target side by a seeded coin.
 
-**The realistic set** (N rows a side, beyond the real count): each row is a perturbed copy of a real vector,
-x' = normalize(x + s g), with g Gaussian with the real vectors' covariance (so the noise lies where real
-sentence vectors vary, as PQ and IVF see them), its component along x removed, and s set per row so that
-cos(x, x') is exactly a drawn value c. Source rows copy the real set's unpaired source texts and target
-rows its unpaired target texts (so no real translation is hidden across the sides). A fraction of source
-rows get a planted translation y = normalize(x' + s' g') at a random target row, s' set so that cos(x', y)
-is drawn from the model's real translation-pair cosines. The copy cosines c are calibrated so that the
-set's nearest-neighbour cosines (unpaired source rows to their nearest target row) follow the real set's:
-they start at the real distribution's quantiles and each round adds, per quantile level, the gap between
-the real and the built quantile, then the set is rebuilt with the same noise (`rounds` 0: the copy
-cosines follow the real nearest-neighbour cosines themselves, and the set's own come out lower).
+**The realistic set** (N rows a side, beyond the real count): each row is a perturbed point of a base,
+x' = normalize(b + s g), with g Gaussian with the real vectors' covariance (so the noise lies where real
+sentence vectors vary, as PQ and IVF see them), its component along b removed, and s set per row so that
+cos(b, x') is exactly a drawn value c. Source rows start from the real set's unpaired source texts and target
+rows from its unpaired target texts (so no real translation is hidden across the sides). The base b of a row
+is one of two constructions (`construction`):
+
+- `mixtures` (the default): a new point on the real vectors' own neighbourhoods, b = normalize(w0 u +
+  w1 v1 + w2 v2), u a random real text of the side, v1 and v2 two distinct texts among u's `NEIGHBOURS`
+  nearest on the same side, (w0, w1, w2) uniform on the simplex. About half a million base texts with 28
+  neighbour pairs each and continuous weights give every row its own point, so a million rows a side hold
+  no near-identical twins however many exceed the real count.
+- `copies`: b = u itself. Past about two rows per real text, matching the real nearest-neighbour cosines
+  forces c towards 1 and every row gets near-identical twins (the copies of its base); kept to reproduce
+  results built that way.
+
+A fraction of source rows get a planted translation y = normalize(x' + s' g') at a random target row, s' set
+so that cos(x', y) is drawn from the model's real translation-pair cosines. The cosines c are calibrated so
+that the set's nearest-neighbour cosines (unpaired source rows to their nearest target row) follow the real
+set's: they start at the real distribution's quantiles and each round adds, per quantile level, the gap
+between the real and the built quantile, then the set is rebuilt with the same noise (`rounds` 0: the
+cosines c follow the real nearest-neighbour cosines themselves). The set's record gives, for built and real
+rows alike, the cosine of sampled source rows to their nearest *other source row*: twins show there.
 """
 
 from __future__ import annotations
@@ -37,6 +49,9 @@ from sentkit.mining.exact import UnitRows, exact_search
 LEVELS = np.linspace(0.0, 1.0, 101)  # quantile levels of the copy-cosine calibration
 COPY_COS_MAX = 0.9999
 GENERATE_CHUNK = 20_000
+TWIN_COS = 0.999  # a row with another row of its side above this cosine has a twin
+NEIGHBOURS = 8  # a mixture's partners come from its base text's NEIGHBOURS nearest on the same side
+CONSTRUCTIONS = ("mixtures", "copies")
 
 
 # ---- translation pairs and halves ----------------------------------------------------------------------
@@ -138,6 +153,13 @@ def nn_cosines(x: np.ndarray, y: np.ndarray, rows: np.ndarray, k: int = 4) -> tu
     return sims[:, 0], sims.mean(axis=1)
 
 
+def same_side_nn(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(len(rows),) cosine of each row `rows` of unit x with its nearest other row of x (a twin shows as
+    a cosine near 1)."""
+    sims, nn, _ = exact_search(UnitRows(x[rows]), UnitRows(x), 2, "float32")
+    return np.where(nn[:, 0] == rows, sims[:, 1], sims[:, 0])
+
+
 def unpaired_sample(gold: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     """Up to `size` sorted source rows without a planted translation, drawn with `rng`."""
     free = np.flatnonzero(gold < 0)
@@ -155,7 +177,12 @@ def real_statistics(real: VectorSet, sample: int, seed: int) -> dict:
     src = np.flatnonzero(real.gold >= 0)
     pair_cos = np.einsum("nd,nd->n", real.x[src], real.y[real.gold[src]])
     nn, knn_mean = nn_cosines(real.x, real.y, rows)
-    return {"nn_cos": np.sort(nn), "knn_mean": np.sort(knn_mean), "pair_cos": np.sort(pair_cos)}
+    return {
+        "nn_cos": np.sort(nn),
+        "knn_mean": np.sort(knn_mean),
+        "pair_cos": np.sort(pair_cos),
+        "same_side_nn": np.sort(same_side_nn(real.x, rows)),
+    }
 
 
 # ---- the realistic set -------------------------------------------------------------------------------------
@@ -188,6 +215,36 @@ def perturb_into(
         out[rows] = c * b + np.sqrt(1 - c * c) * g
 
 
+def mixture_bases(
+    base: np.ndarray, n: int, rng: np.random.Generator, neighbours: int = NEIGHBOURS
+) -> np.ndarray:
+    """(n, d) unit points normalize(w0 u + w1 v1 + w2 v2): u a random row of unit `base`, v1 != v2 two of
+    u's `neighbours` nearest other rows, w uniform on the simplex (module docstring)."""
+    if len(base) < 3:
+        raise InvalidArgument(f"mixtures need at least 3 real texts on a side, got {len(base)}")
+    m = min(neighbours, len(base) - 1)
+    _, nn, _ = exact_search(UnitRows(base), UnitRows(base), m + 1, "float32")
+    own = np.arange(len(base))[:, None]
+    # drop each row itself (normally column 0; an exact duplicate row can take its place)
+    keep = nn != own
+    keep[np.arange(len(base)), np.where(keep.all(axis=1), m, 0)] = False
+    near = nn[keep].reshape(len(base), m)
+    u = rng.integers(len(base), size=n)
+    first = rng.integers(m, size=n)
+    second = (first + 1 + rng.integers(max(m - 1, 1), size=n)) % m  # != first when m > 1
+    w = rng.dirichlet(np.ones(3), size=n).astype(np.float32)
+    out = np.empty((n, base.shape[1]), dtype=np.float32)
+    for start in range(0, n, GENERATE_CHUNK):
+        r = slice(start, start + GENERATE_CHUNK)
+        b = (
+            w[r, :1] * base[u[r]]
+            + w[r, 1:2] * base[near[u[r], first[r]]]
+            + w[r, 2:] * base[near[u[r], second[r]]]
+        )
+        out[r] = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return out
+
+
 def realistic_set(
     real: VectorSet,
     n: int,
@@ -196,8 +253,12 @@ def realistic_set(
     rounds: int = 2,
     sample: int = 1000,
     seed: int = 0,
+    construction: str = "mixtures",
 ) -> VectorSet:
-    """N x N rows built from the real set `real` and its `stats` (real_statistics); module docstring."""
+    """N x N rows built from the real set `real` and its `stats` (real_statistics) by `construction`
+    (CONSTRUCTIONS); module docstring."""
+    if construction not in CONSTRUCTIONS:
+        raise InvalidArgument(f"construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction!r}")
     rng = np.random.default_rng(seed)
     x_base = real.x[real.gold < 0]
     matched = np.zeros(len(real.y), dtype=bool)
@@ -209,7 +270,11 @@ def realistic_set(
         b[np.sort(rng.choice(len(b), size=min(10_000, len(b)), replace=False))] for b in (x_base, y_base)
     ]
     factor = noise_factor(np.concatenate(picked), seed=seed)
-    bx, by = rng.integers(len(x_base), size=n), rng.integers(len(y_base), size=n)
+    if construction == "mixtures":
+        x_base, y_base = (mixture_bases(b, n, rng) for b in (x_base, y_base))
+        bx = by = np.arange(n)
+    else:
+        bx, by = rng.integers(len(x_base), size=n), rng.integers(len(y_base), size=n)
     px, py = rng.random(n), rng.random(n)  # quantile level of each row's copy cosine
     n_pairs = int(round(paired * n))
     gold = np.full(n, -1, dtype=np.int64)
@@ -238,12 +303,18 @@ def realistic_set(
             history[-1]["knn_mean_real"] = _at(np.quantile(stats["knn_mean"], LEVELS))
             break
         copy_q = np.maximum.accumulate(np.clip(copy_q + (target - built), -1.0, COPY_COS_MAX))
+    twins = same_side_nn(x, measure)
     info = {
         "n": n,
+        "construction": construction,
         "paired": paired,
         "planted_pairs": n_pairs,
-        "source_bases": len(x_base),
-        "target_bases": len(y_base),
+        "source_texts": int((real.gold < 0).sum()),
+        "target_texts": int((~matched).sum()),
+        "same_side_nn_built": _at(np.quantile(twins, LEVELS)),
+        "same_side_nn_real": _at(np.quantile(stats["same_side_nn"], LEVELS)),
+        "twins_built": round(float(np.mean(twins > TWIN_COS)), 4),
+        "twins_real": round(float(np.mean(stats["same_side_nn"] > TWIN_COS)), 4),
         "nn_cos_sample": len(measure),
         "calibration": history,
     }

@@ -63,10 +63,12 @@ def _real_set(seed: int = 0) -> sets.VectorSet:
     return sets.VectorSet(vectors[rows["src"]], vectors[rows["tgt"]], rows["gold"])
 
 
-def test_realistic_set_matches_the_real_cosine_distributions():
+@pytest.mark.parametrize("construction", ["mixtures", "copies"])
+def test_realistic_set_matches_the_real_cosine_distributions(construction):
     real = _real_set()
     stats = sets.real_statistics(real, 1000, seed=0)
-    built = sets.realistic_set(real, 5000, stats, paired=0.1, rounds=2, sample=800, seed=0)
+    built = sets.realistic_set(real, 5000, stats, 0.1, 2, 800, 0, construction)
+    assert built.info["construction"] == construction
     x, y, gold = built.x, built.y, built.gold
     assert np.allclose(np.linalg.norm(x, axis=1), 1, atol=1e-5) and np.allclose(
         np.linalg.norm(y, axis=1), 1, atol=1e-5
@@ -80,10 +82,65 @@ def test_realistic_set_matches_the_real_cosine_distributions():
     fresh = sets.unpaired_sample(gold, 800, np.random.default_rng(99))
     nn, _ = sets.nn_cosines(x, y, fresh)
     assert np.abs(np.quantile(nn, levels) - np.quantile(stats["nn_cos"], levels)).max() < 0.03
+    if construction == "mixtures":
+        return
     # without calibration the copies' own cosines follow the real ones and the set's come out lower
-    raw = sets.realistic_set(real, 5000, stats, paired=0.1, rounds=0, sample=800, seed=0)
+    raw = sets.realistic_set(real, 5000, stats, 0.1, 0, 800, 0, "copies")
     raw_nn, _ = sets.nn_cosines(raw.x, raw.y, fresh)
     assert np.median(raw_nn) < np.median(stats["nn_cos"]) - 0.01
+
+
+def test_mixtures_lie_between_a_text_and_two_of_its_neighbours():
+    # 360 unit vectors one degree apart on a circle: each row's two nearest are the rows one degree away
+    angle = np.deg2rad(np.arange(360.0))
+    base = np.stack([np.cos(angle), np.sin(angle)], axis=1).astype(np.float32)
+    mixed = sets.mixture_bases(base, 5000, np.random.default_rng(0), neighbours=2)
+    assert np.allclose(np.linalg.norm(mixed, axis=1), 1, atol=1e-5)
+    # every mixture is within a degree of some base row, and strictly between base rows for most
+    degrees = np.rad2deg(np.arctan2(mixed[:, 1], mixed[:, 0])) % 360
+    off = np.abs((degrees + 0.5) % 1 - 0.5)  # distance to the nearest whole degree
+    assert np.all(np.abs(degrees - np.round(degrees)) % 360 <= 1.0 + 1e-3)
+    assert np.mean(off > 0.05) > 0.8  # new points, not copies
+    # with one neighbour left (3 rows), the mixture still uses two distinct partners
+    tri = base[[0, 120, 240]]
+    three = sets.mixture_bases(tri, 200, np.random.default_rng(1), neighbours=8)
+    assert np.all(np.abs(three @ tri.T).max(axis=1) < 1.0)
+    with pytest.raises(sets.InvalidArgument, match="at least 3"):
+        sets.mixture_bases(base[:2], 10, np.random.default_rng(0))
+
+
+def test_mixtures_make_no_twins_where_copies_do():
+    # real-like rows: 700 and 600 points of a smooth 8-dimensional manifold in 64 dims (sentence vectors
+    # lie near a low-dimensional surface, so their nearest neighbours are close: median cosine ~0.9),
+    # grown to 6,000 rows a side
+    rng = np.random.default_rng(5)
+    wave = rng.standard_normal((8, 64)).astype(np.float32) * 1.5
+    phase = rng.uniform(0, 2 * np.pi, 64).astype(np.float32)
+
+    def manifold(n):
+        v = np.cos(rng.random((n, 8)).astype(np.float32) @ wave + phase) + 0.5
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    x, y = manifold(700), manifold(600)
+    y[:200] = x[:200] + 0.05 * rng.standard_normal((200, 64)).astype(np.float32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    gold = np.full(700, -1)
+    gold[:200] = np.arange(200)
+    real = sets.VectorSet(x, y, gold)
+    stats = sets.real_statistics(real, 300, seed=0)
+    assert 0.85 < np.median(stats["nn_cos"]) < 0.95
+    built = {
+        c: sets.realistic_set(real, 6000, stats, 0.1, 2, 500, 0, construction=c).info
+        for c in sets.CONSTRUCTIONS
+    }
+    assert built["copies"]["twins_real"] == 0 == built["mixtures"]["twins_real"]
+    # off the surface the copies lose their neighbours, so the calibration pushes a quarter of them to
+    # cosine 0.9999 with their text: each then has a twin among that text's other copies
+    assert built["copies"]["twins_built"] > 0.15
+    assert built["mixtures"]["twins_built"] < 0.02
+    assert built["mixtures"]["calibration"][-1]["max_gap"] < 0.03
+    with pytest.raises(sets.InvalidArgument, match="construction must be one of"):
+        sets.realistic_set(real, 100, stats, construction="clones")
 
 
 def test_sampled_f1_of_the_whole_set_is_the_full_f1():
