@@ -225,9 +225,9 @@ def mixture_bases(
     m = min(neighbours, len(base) - 1)
     _, nn, _ = exact_search(UnitRows(base), UnitRows(base), m + 1, "float32")
     own = np.arange(len(base))[:, None]
-    # drop each row itself (normally column 0; an exact duplicate row can take its place)
+    # drop each row itself, wherever its duplicates put it in its own list
     keep = nn != own
-    keep[np.arange(len(base)), np.where(keep.all(axis=1), m, 0)] = False
+    keep[keep.all(axis=1), m] = False  # self not listed (ties with duplicates): the farthest goes
     near = nn[keep].reshape(len(base), m)
     u = rng.integers(len(base), size=n)
     first = rng.integers(m, size=n)

@@ -356,3 +356,15 @@ def test_mine_e2e_runs_the_mine_command_on_shard_folders_and_scores_its_tsv(tmp_
     # the TSV's rows are the set's rows: every mined pair is read back with its score
     score, src, tgt = bench.read_mined(tmp_path / "work" / "pairs.tsv")
     assert len(score) == planted["pairs"] and src.max() < 3000 and tgt.max() < 3000
+
+
+def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
+    bench = _bench("mine_fastscan_grid")
+    argv = ["--small", "--nprobe", "1,4,32", "--refine", "1,16", "--queries", "400"]
+    result = bench.main([*argv, "--out", str(tmp_path / "grid.json")])
+    assert result["factory"] == "IVF76,PQ16x4fs"  # the preset at 3,000 x 32 dims: 39 training rows a list
+    recall = {(c["nprobe"], c["refine"]): c["recall_at_k"] for c in result["grid"]}
+    assert len(recall) == 6 and all(0 <= r <= 1 for r in recall.values())
+    assert recall[1, 16] <= recall[4, 16] <= recall[32, 16]  # more lists probed, never fewer found
+    assert recall[32, 1] < recall[32, 16]  # 4 candidates ranked by 4-bit codes miss what 64 re-scored keep
+    assert recall[32, 16] > 0.85

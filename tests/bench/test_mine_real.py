@@ -105,6 +105,10 @@ def test_mixtures_lie_between_a_text_and_two_of_its_neighbours():
     tri = base[[0, 120, 240]]
     three = sets.mixture_bases(tri, 200, np.random.default_rng(1), neighbours=8)
     assert np.all(np.abs(three @ tri.T).max(axis=1) < 1.0)
+    # exact duplicates: a row may be listed after its twin, or not at all in its own list
+    doubled = np.concatenate([tri, tri, base[60:63]])
+    mixed = sets.mixture_bases(doubled, 500, np.random.default_rng(2), neighbours=2)
+    assert np.allclose(np.linalg.norm(mixed, axis=1), 1, atol=1e-5)
     with pytest.raises(sets.InvalidArgument, match="at least 3"):
         sets.mixture_bases(base[:2], 10, np.random.default_rng(0))
 

@@ -333,7 +333,7 @@ def test_fastscan_preset_derives_lists_probes_refine_and_training_from_n(n, list
     config = IndexConfig()
     factory = resolve_kind(config, n, n, 384)[0] if n > 250_000 else f"IVF{fastscan_nlist(n)},PQ192x4fs"
     assert factory == f"IVF{lists},PQ192x4fs"
-    assert approximate_knobs(config, factory, n) == {"nprobe": nprobe, "refine": 16, "train_rows": train}
+    assert approximate_knobs(config, factory, n) == {"nprobe": nprobe, "refine": 64, "train_rows": train}
     asked = IndexConfig(nprobe=5, refine=3, train_size=1234)
     assert approximate_knobs(asked, factory, n) == {"nprobe": 5, "refine": 3, "train_rows": 1234}
 

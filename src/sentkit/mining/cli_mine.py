@@ -127,7 +127,7 @@ def add_index_arguments(parser, positive_int) -> None:
         "--refine",
         type=positive_int,
         default=None,
-        help="approximate index: candidates per neighbour, re-scored exactly (ivf-fastscan: 16; else 4)",
+        help="approximate index: candidates per neighbour, re-scored exactly (ivf-fastscan: 64; else 4)",
     )
     parser.add_argument(
         "--recall-queries",

@@ -116,7 +116,10 @@ def preset_nlist(n: int) -> int:
 FASTSCAN_DIMS_PER_CODE = 2  # ivf-fastscan: dims per 4-bit sub-quantizer (192 for 384 dims: 96 bytes a row)
 FASTSCAN_PROBE_SHARE = 256  # ivf-fastscan: nprobe = lists / 256, so a query scans about n / 256 codes
 FASTSCAN_MIN_NPROBE = 8
-FASTSCAN_REFINE = 16  # ivf-fastscan: candidates per wanted neighbour, re-scored exactly (64 for k = 4)
+# ivf-fastscan: candidates per wanted neighbour, re-scored exactly (256 for k = 4). On 1M x 1M realistic rows
+# of half A (docs/results/mine_fastscan_grid_A_1m.json) 16 plateaued at recall@4 0.92 however many lists were
+# probed; 64 reached 0.957 at nprobe 32 in two thirds of the time 16 took at nprobe 128
+FASTSCAN_REFINE = 64
 
 
 def fastscan_nlist(n: int) -> int:
@@ -131,7 +134,7 @@ def fastscan_nlist(n: int) -> int:
 def fastscan_pq_m(dim: int) -> int:
     """4-bit sub-quantizers of the ivf-fastscan preset: dim / 2 (192 for 384 dims) where 2 divides the dim,
     else the largest divisor of the dim up to that. Sentence vectors' nearest neighbours lie close
-    together: 4 or 8 dims a sub-quantizer rank them too coarsely for 16 x k re-scored candidates to hold
+    together: 4 or 8 dims a sub-quantizer rank them too coarsely for 64 x k re-scored candidates to hold
     them at a million rows."""
     return _divisor_at_most(dim, max(1, dim // FASTSCAN_DIMS_PER_CODE))
 

@@ -7,7 +7,7 @@
 - `faiss-flat`: exact, one FAISS inner-product index per block of keys, each query's top k from every
   block merged (the k best over all blocks are among the union of each block's k best);
 - `ivfpq`: stopes' (NLLB's) setting, `OPQ64,IVF<about 16 sqrt(n)>,PQ64` with nprobe 128;
-- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe lists/256, 16 x k candidates re-scored: sized
+- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe lists/256, 64 x k candidates re-scored: sized
   for a few CPU cores (the coarse stages are kept small, 4-bit codes scan fast, exact re-scoring fixes
   the order);
 - a factory string (`IVF4096,Flat`, `HNSW32`, ...): that index (approximate.py);
@@ -169,7 +169,7 @@ def preset_of(config: IndexConfig) -> str | None:
 
 def approximate_knobs(config: IndexConfig, factory: str, nk: int) -> dict:
     """nprobe, refine and training rows of an approximate search over nk keys: the flags where given, else
-    the preset's derivation (ivf-fastscan: lists/256 probes, refine 16, 39 training rows per list, at least
+    the preset's derivation (ivf-fastscan: lists/256 probes, refine 64, 39 training rows per list, at least
     65,536), else FAISS-string defaults (nprobe 128, refine 4, 50 training rows per list)."""
     lists = ivf_lists(factory)
     if preset_of(config) == "ivf-fastscan" and lists:
