@@ -110,15 +110,20 @@ def scored(score, src, tgt, gold, threshold: float | None) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_set_args(ap: argparse.ArgumentParser, half: str) -> None:
+    """The options `build` reads: which cache, model, half, size, planted share, seed and construction."""
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--model", default="e5-small-m@int8")
-    ap.add_argument("--half", default="B", choices=["A", "B"])
+    ap.add_argument("--half", default=half, choices=["A", "B"])
     ap.add_argument("--n", type=int, default=1_000_000, help="rows a side")
     ap.add_argument("--paired", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--construction", default="mixtures", choices=CONSTRUCTIONS, help="realistic set rows")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_set_args(ap, half="B")
     ap.add_argument("--index", default="auto", help="sentkit mine --index")
     ap.add_argument("--threshold", type=float, default=None, help="also score at this margin")
     ap.add_argument("--mine-arg", action="append", default=[], help="more `sentkit mine` options (--x=y)")

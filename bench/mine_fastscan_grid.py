@@ -23,8 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
-from mine_e2e import build  # noqa: E402
-from mine_real_sets import CONSTRUCTIONS  # noqa: E402
+from mine_e2e import add_set_args, build  # noqa: E402
 
 from sentkit.mining.approximate import _search_params, rescored_topk, train_size  # noqa: E402
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
@@ -37,13 +36,7 @@ OUT = Path(__file__).resolve().parent / "out" / "mine_fastscan_grid.json"
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cache", type=Path, default=None)
-    ap.add_argument("--model", default="e5-small-m@int8")
-    ap.add_argument("--half", default="A", choices=["A", "B"])
-    ap.add_argument("--n", type=int, default=1_000_000, help="rows a side")
-    ap.add_argument("--paired", type=float, default=0.1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--construction", default="mixtures", choices=CONSTRUCTIONS)
+    add_set_args(ap, half="A")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--nprobe", default="16,32,64,128")
