@@ -28,8 +28,8 @@ from mine_e2e import add_set_args, build  # noqa: E402
 from sentkit.mining.approximate import _search_params, rescored_topk, train_size  # noqa: E402
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
-from sentkit.mining.index_spec import fastscan_nlist, fastscan_pq_m  # noqa: E402
 from sentkit.mining.recall import found_share  # noqa: E402
+from sentkit.mining.search import IndexConfig, fastscan_factory  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "mine_fastscan_grid.json"
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     began = time.perf_counter()
     x, y, _, info = build(args)
     built_s = time.perf_counter() - began
-    factory = f"IVF{fastscan_nlist(len(y))},PQ{fastscan_pq_m(y.shape[1])}x4fs"
+    factory = fastscan_factory(len(y), y.shape[1], IndexConfig())
     index = faiss.index_factory(y.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
     sample = train_size(len(y), factory)
     start = time.perf_counter()

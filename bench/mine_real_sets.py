@@ -19,9 +19,9 @@ is one of two constructions (`construction`):
 
 - `mixtures` (the default): a new point on the real vectors' own neighbourhoods, b = normalize(w0 u +
   w1 v1 + w2 v2), u a random real text of the side, v1 and v2 two distinct texts among u's `NEIGHBOURS`
-  nearest on the same side, (w0, w1, w2) uniform on the simplex. About half a million base texts with 28
-  neighbour pairs each and continuous weights give every row its own point, so a million rows a side hold
-  no near-identical twins however many exceed the real count.
+  nearest on the same side, (w0, w1, w2) uniform on the simplex. Each text has 28 neighbour pairs and the
+  weights are continuous, so every row is its own point however far N exceeds the real count (at 1M rows a
+  side from about 117,000 texts a side, 0.3-0.4% of rows had a twin: docs/scale.md).
 - `copies`: b = u itself. Past about two rows per real text, matching the real nearest-neighbour cosines
   forces c towards 1 and every row gets near-identical twins (the copies of its base); kept to reproduce
   results built that way.
