@@ -554,3 +554,48 @@ def test_every_number_of_the_confirmations_table_is_in_its_file():
         for text, value in zip(printed, values):
             assert agrees(text, value), (cells[0], text, value)
         assert cells[header.index("verdict")].strip("* ").split()[0].strip("*:;") == expected
+
+
+TEN_SEEDS = {  # the first word of a row -> (stored comparison, folder pairs, baseline, method, task, effect)
+    "Emu": (
+        "emu_ten_seeds.json",
+        ("emu_holdout", "emu_holdout_50_54"),
+        "emu-no-ld",
+        "emu",
+        "knn-marc-category-body-holdout",
+        1.05,
+    ),
+    "EASE": (
+        "ease_ten_seeds.json",
+        ("ease_holdout", "ease_holdout_50_54"),
+        "simcse-unsup",
+        "ease",
+        "mewsc16-holdout",
+        1.9,
+    ),
+}
+
+
+def test_the_ten_seed_table_is_the_comparison_of_both_seed_sets():
+    """Seeds 45-49 and 50-54 pooled: recomputed from the per-model files of both folders, equal to the
+    stored comparison, and every number and verdict of the README's secondary table taken from it."""
+    from sentkit.compare import compare_seeds
+    from sentkit.stats.seeds import verdict
+
+    header, rows = first_table(README.read_text(encoding="utf-8").split("**Ten seeds (secondary).**")[1])
+    assert [r[0].split(":")[0].split()[0] for r in rows] == list(TEN_SEEDS)
+    for cells in rows:
+        stored, folders, a, b, task, effect = TEN_SEEDS[cells[0].split(":")[0].split()[0]]
+        roots = [RESULTS / "confirm" / f for f in folders]
+        fresh = compare_seeds([r / a for r in roots], [r / b for r in roots])
+        record = load(f"confirm/{stored}")["tasks"][task]["scores"]["main_score"]
+        assert fresh["tasks"][task]["scores"]["main_score"]["ci"] == record["ci"]
+        assert record["seeds"] == 10 and len(set(p["seed"] for p in fresh["pairs"])) == 10
+        values = [record["seeds"], record["delta"], *record["ci"], record["p_value"], record["detectable"]]
+        checked = [c for c, name in zip(cells, header) if name not in (header[0], "ran on")]
+        printed = [m.group(1) for cell in checked for m in NUMBER.finditer(cell)]
+        assert len(printed) == len(values), (cells[0], printed)
+        for text, value in zip(printed, values):
+            assert agrees(text, value), (cells[0], text, value)
+        expected = verdict(record, +1, effect)["verdict"]
+        assert cells[header.index("verdict")].strip("* ").split()[0].strip("*:;") == expected
