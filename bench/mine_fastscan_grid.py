@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
 from mine_e2e import add_set_args, build  # noqa: E402
 
-from sentkit.mining.approximate import _search_params, rescored_topk, train_size  # noqa: E402
+from sentkit.mining.approximate import rescored_topk, search_params, train_size  # noqa: E402
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.mining.recall import found_share  # noqa: E402
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
     for probe in (int(p) for p in args.nprobe.split(",")):
         for refine in (int(r) for r in args.refine.split(",")):
             fetch = refine * args.k
-            _search_params(index, factory, probe, None, fetch)
+            search_params(index, factory, probe, None, fetch)
             start = time.perf_counter()
             cand = index.search(q, fetch)[1]
             scan_s = time.perf_counter() - start

@@ -100,7 +100,7 @@ def approximate_search(
     if lists and recall_target:  # nprobe not fixed by the user: chosen for the target on sampled queries
 
         def search_with(block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
-            _search_params(index, factory, probe, ef_search, fetch)
+            search_params(index, factory, probe, ef_search, fetch)
             return rescored(block, index.search(block, fetch)[1])
 
         start_probe = min(nprobe or DEFAULT_NPROBE, lists)
@@ -108,7 +108,7 @@ def approximate_search(
             start_probe, lists, recall_target, queries, keys, k, search_with, seed=seed
         )
         timings["tune_s"] = tuning["seconds"]
-    params = _search_params(index, factory, nprobe, ef_search, k * refine)
+    params = search_params(index, factory, nprobe, ef_search, k * refine)
     start = time.perf_counter()
     best_s = np.empty((queries.n, k), dtype=np.float32)
     best_i = np.empty((queries.n, k), dtype=np.int64)
@@ -192,7 +192,7 @@ def _seed(index, seed: int) -> None:
         ivf.do_polysemous_training = False
 
 
-def _search_params(index, factory: str, nprobe: int | None, ef_search: int | None, fetch: int) -> dict:
+def search_params(index, factory: str, nprobe: int | None, ef_search: int | None, fetch: int) -> dict:
     """Set nprobe (IVF; at most the list count) and efSearch (HNSW; at least the candidates fetched)."""
     import faiss
 
