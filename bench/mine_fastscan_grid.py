@@ -25,7 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
 from mine_e2e import add_set_args, build  # noqa: E402
 
-from sentkit.mining.approximate import rescored_topk, search_params, train_size  # noqa: E402
+from sentkit.mining.approximate import (  # noqa: E402
+    candidate_products,
+    rescored_topk,
+    search_params,
+    train_size,
+)
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.mining.recall import found_share  # noqa: E402
@@ -71,7 +76,8 @@ def main(argv: list[str] | None = None) -> dict:
             start = time.perf_counter()
             cand = index.search(q, fetch)[1]
             scan_s = time.perf_counter() - start
-            sims, found = rescored_topk(q, y[np.maximum(cand, 0)], cand, args.k)
+            approx = candidate_products(q, y, cand)
+            sims, found = rescored_topk(q, cand, args.k, lambda c: y[np.maximum(c, 0)], approx)
             total_s = time.perf_counter() - start
             cell = {
                 "nprobe": probe,

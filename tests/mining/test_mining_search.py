@@ -433,7 +433,7 @@ def test_tile_topk_equals_torch_topk(n, kk):
 
 
 def test_rescored_topk_equals_rescoring_every_candidate():
-    from sentkit.mining.approximate import rescored_topk
+    from sentkit.mining.approximate import candidate_products, rescored_topk
 
     rng = np.random.default_rng(5)
     keys = rng.normal(size=(500, 32)).astype(np.float32)
@@ -445,14 +445,42 @@ def test_rescored_topk_equals_rescoring_every_candidate():
     cand = np.stack([rng.permutation(500)[:48] for _ in range(60)])
     cand[:10, :40] = np.arange(40)[::-1]
     cand[20, 30:] = -1  # probed lists ran out
-    sims, rows = rescored_topk(q, keys[np.maximum(cand, 0)], cand, 4)
     full = exact_scores(q, keys[np.maximum(cand, 0)])
     full[cand < 0] = -np.inf
     order = np.lexsort((cand, -full), axis=1)[:, :4]
-    np.testing.assert_array_equal(rows, np.take_along_axis(cand, order, axis=1))
-    np.testing.assert_array_equal(sims, np.take_along_axis(full, order, axis=1))
-    # tied scores: the lowest key rows among the 40 identical ones (a row may be fetched twice)
-    assert (rows[:10, 0] == 0).all() and (rows[:10] < 40).all() and (np.diff(rows[:10], axis=1) >= 0).all()
+    gathered = []
+
+    def rows_of(c):
+        gathered.append(c.size)
+        return keys[np.maximum(c, 0)]
+
+    # products from the gathered rows, and from FAISS reading the rows in place: the same neighbours
+    for approx in (None, candidate_products(q, keys, cand)):
+        gathered.clear()
+        sims, rows = rescored_topk(q, cand, 4, rows_of, approx)
+        np.testing.assert_array_equal(rows, np.take_along_axis(cand, order, axis=1))
+        np.testing.assert_array_equal(sims, np.take_along_axis(full, order, axis=1))
+        # tied scores: the lowest key rows among the 40 identical ones (a row may be fetched twice)
+        assert (rows[:10, 0] == 0).all() and (rows[:10] < 40).all()
+        assert (np.diff(rows[:10], axis=1) >= 0).all()
+    # with the products given, the rows gathered are the best k + 4 of each query, then every candidate of
+    # the queries with a near-tie beyond them: the 10 tied queries at least, far from all 60
+    assert gathered[0] == 60 * 8 and len(gathered) == 2 and 10 * 48 <= gathered[1] < 60 * 48
+
+
+def test_candidate_products_are_the_float32_products_with_none_at_minus_infinity():
+    from sentkit.mining.approximate import candidate_products
+
+    rng = np.random.default_rng(6)
+    keys = rng.normal(size=(300, 24)).astype(np.float32)
+    q = rng.normal(size=(7, 24)).astype(np.float32)
+    cand = rng.integers(0, 300, size=(7, 11))
+    cand[2, 5:] = -1
+    got = candidate_products(q, keys, cand)
+    want = np.einsum("rd,rcd->rc", q.astype(np.float64), keys[np.maximum(cand, 0)].astype(np.float64))
+    ok = cand >= 0
+    assert np.isneginf(got[~ok]).all() and np.isfinite(got[ok]).all() and (~ok).sum() == 6
+    np.testing.assert_allclose(got[ok], want[ok], rtol=0, atol=1e-5)
 
 
 def test_choose_nprobe_doubles_to_the_target_stops_at_a_plateau_or_the_lists():

@@ -27,7 +27,9 @@ DEFAULT_EF_SEARCH = 128  # HNSW candidate list per query (FAISS's default of 16 
 TRAIN_PER_LIST = 50  # training rows per inverted list (FAISS's k-means warns below 39)
 TRAIN_MIN = 65_536  # rows for PQ / OPQ training (256 centroids x 256 rows, what FAISS samples to)
 TRAIN_MAX = 2_000_000  # cap: more lists than TRAIN_MAX / 39 get fewer rows each (FAISS then warns)
-REFINE_ROWS = 256  # queries whose candidates are gathered at once (256 x 64 candidates x 384 dims: 25 MB)
+REFINE_ROWS = (
+    256  # queries whose candidates are ranked and re-scored at once (a gather: 256 x fetch x dim floats)
+)
 RESCORE_EXTRA = 4  # candidates beyond k re-scored in float64 after the float32 ranking
 DEFAULT_REFINE = 4  # candidates per wanted neighbour re-scored exactly, for factory strings and ivfpq
 # float32 keys kept in memory for re-scoring (1M x 384 is 1.5 GB); above, rows are read back per block. With
@@ -90,18 +92,26 @@ def approximate_search(
     timings["add_s"] = round(time.perf_counter() - start, 2)
     fetch = min(keys.n, max(k, refine * k))
 
-    def rescored(q_rows: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The k best of each query's candidates (key rows, -1: none) by exact similarity."""
+    def rows_of(cand: np.ndarray) -> np.ndarray:
+        """The float32 rows (..., d) of key rows `cand` (row 0 where -1)."""
         safe = np.maximum(cand, 0)
-        vectors = table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
-        return rescored_topk(q_rows, vectors, cand, k)
+        return table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
+
+    def rescored(q_rows: np.ndarray, cand: np.ndarray, approx=None) -> tuple[np.ndarray, np.ndarray]:
+        """The k best of each query's candidates (key rows, -1: none) by exact similarity."""
+        return rescored_topk(q_rows, cand, k, rows_of, approx)
+
+    def products(q_rows: np.ndarray, cand: np.ndarray) -> np.ndarray | None:
+        """The candidates' float32 products, read in place from the keys in memory (None: not in memory)."""
+        return candidate_products(q_rows, table, cand) if table is not None else None
 
     tuning = None
     if lists and recall_target:  # nprobe not fixed by the user: chosen for the target on sampled queries
 
         def search_with(block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
             search_params(index, factory, probe, ef_search, fetch)
-            return rescored(block, index.search(block, fetch)[1])
+            cand = index.search(block, fetch)[1]
+            return rescored(block, cand, products(block, cand))
 
         start_probe = min(nprobe or DEFAULT_NPROBE, lists)
         nprobe, tuning = tune_nprobe(
@@ -114,17 +124,23 @@ def approximate_search(
     best_i = np.empty((queries.n, k), dtype=np.int64)
     refine_s = 0.0
 
-    def refine_rows(at: int, q_rows: np.ndarray, c_rows: np.ndarray) -> None:
-        best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = rescored(q_rows, c_rows)
+    def refine_rows(at: int, q_rows: np.ndarray, c_rows: np.ndarray, approx) -> None:
+        best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = rescored(q_rows, c_rows, approx)
 
-    # the gathers and products release the GIL: with the keys in memory, one thread per core re-scores
+    # the candidates' products run on FAISS's OpenMP threads; the selections, gathers and float64 sums
+    # after them release the GIL: with the keys in memory, one thread per core
     workers = max(1, faiss.omp_get_max_threads()) if table is not None else 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for q_start, q_block in _query_blocks(queries, query_block):
             _, cand = index.search(q_block, fetch)  # (b, fetch) key rows, -1 where the probed lists ran out
             refine_start = time.perf_counter()
+            approx = products(q_block, cand)  # (b, fetch), or None
             subs = range(0, len(q_block), REFINE_ROWS)
-            jobs = [(q_start + a, q_block[a : a + REFINE_ROWS], cand[a : a + REFINE_ROWS]) for a in subs]
+            jobs = [
+                (q_start + a, q_block[a : a + REFINE_ROWS], cand[a : a + REFINE_ROWS])
+                + (None if approx is None else approx[a : a + REFINE_ROWS],)
+                for a in subs
+            ]
             list(pool.map(lambda job: refine_rows(*job), jobs))
             refine_s += time.perf_counter() - refine_start
     short = np.flatnonzero((best_i < 0).any(axis=1))
@@ -141,17 +157,43 @@ def approximate_search(
     return best_s, best_i, info
 
 
-def rescored_topk(queries: np.ndarray, vectors: np.ndarray, cand: np.ndarray, k: int):
+def candidate_products(queries: np.ndarray, table: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """(b, c) float32 products of each query (b, d) with its candidates' rows of `table` (n, d), key rows
+    `cand` (b, c) (-1: none, -inf out). FAISS reads each candidate row in place, on every OpenMP thread;
+    gathering the rows into a (b, c, d) array first costs about twice the time (docs/scale.md)."""
+    import faiss
+
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    ids = np.ascontiguousarray(np.maximum(cand, 0), dtype=np.int64)
+    out = np.empty(cand.shape, dtype=np.float32)
+    faiss.fvec_inner_products_by_idx(
+        faiss.swig_ptr(out),
+        faiss.swig_ptr(q),
+        faiss.swig_ptr(table),
+        faiss.swig_ptr(ids),
+        table.shape[1],
+        len(q),
+        cand.shape[1],
+    )
+    out[cand < 0] = -np.inf
+    return out
+
+
+def rescored_topk(queries: np.ndarray, cand: np.ndarray, k: int, rows_of, approx: np.ndarray | None = None):
     """(sims (b, k), rows (b, k)): the k best candidates by exact similarity (exact_scores), then key row;
-    `vectors` (b, c, d) are the candidates' float32 rows, `cand` (b, c) their key rows (-1: none).
+    `cand` (b, c) are the candidates' key rows (-1: none), `rows_of(key rows)` returns their float32 rows
+    (any row where a key row is -1), and `approx` their float32 products where already computed
+    (candidate_products; else they are computed from the gathered rows).
 
     The same result as re-scoring every candidate exactly, for a fraction of the cost: float32 products rank
     the candidates, only the best k + RESCORE_EXTRA are re-scored in float64, and a query whose k-th exact
-    similarity does not exceed every other candidate's product by the products' error bound has all its
-    candidates re-scored (a candidate left out could otherwise tie or beat it)."""
+    similarity does not exceed every other candidate's product by the products' error bound (whatever the
+    order of their sums) has all its candidates re-scored (a candidate left out could otherwise tie or beat
+    it)."""
     b, c = cand.shape
-    approx = np.einsum("rd,rcd->rc", queries, vectors)  # (b, c) float32 products
-    approx[cand < 0] = -np.inf
+    if approx is None:
+        approx = np.einsum("rd,rcd->rc", queries, rows_of(cand))  # (b, c) float32 products
+        approx[cand < 0] = -np.inf
     keep = min(c, k + RESCORE_EXTRA)
     if keep < c:
         top = np.argpartition(-approx, keep - 1, axis=1)[:, :keep]  # (b, keep), unordered
@@ -161,14 +203,14 @@ def rescored_topk(queries: np.ndarray, vectors: np.ndarray, cand: np.ndarray, k:
     else:
         top, beyond = np.broadcast_to(np.arange(c), (b, c)), np.full(b, -np.inf, dtype=np.float32)
     cand_top = np.take_along_axis(cand, top, axis=1)
-    exact = exact_scores(queries, np.take_along_axis(vectors, top[:, :, None], axis=1))  # (b, keep)
+    exact = exact_scores(queries, rows_of(cand_top))  # (b, keep)
     exact[cand_top < 0] = -np.inf
     order = np.lexsort((cand_top, -exact), axis=1)[:, :k]  # (b, k) by exact score, then key row
     sims, rows = np.take_along_axis(exact, order, axis=1), np.take_along_axis(cand_top, order, axis=1)
     unsure = ~(sims[:, -1] > beyond + product_error("float32", queries.shape[1]))
     unsure &= np.isfinite(beyond)
     if unsure.any():  # near-ties with a candidate left out: re-score all of this query's candidates
-        full = exact_scores(queries[unsure], vectors[unsure])  # (u, c)
+        full = exact_scores(queries[unsure], rows_of(cand[unsure]))  # (u, c)
         full[cand[unsure] < 0] = -np.inf
         order = np.lexsort((cand[unsure], -full), axis=1)[:, :k]
         sims[unsure] = np.take_along_axis(full, order, axis=1)
