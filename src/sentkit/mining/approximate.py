@@ -27,9 +27,7 @@ DEFAULT_EF_SEARCH = 128  # HNSW candidate list per query (FAISS's default of 16 
 TRAIN_PER_LIST = 50  # training rows per inverted list (FAISS's k-means warns below 39)
 TRAIN_MIN = 65_536  # rows for PQ / OPQ training (256 centroids x 256 rows, what FAISS samples to)
 TRAIN_MAX = 2_000_000  # cap: more lists than TRAIN_MAX / 39 get fewer rows each (FAISS then warns)
-REFINE_ROWS = (
-    256  # queries whose candidates are ranked and re-scored at once (a gather: 256 x fetch x dim floats)
-)
+REFINE_ROWS = 256  # queries whose candidates are ranked and re-scored at once
 RESCORE_EXTRA = 4  # candidates beyond k re-scored in float64 after the float32 ranking
 DEFAULT_REFINE = 4  # candidates per wanted neighbour re-scored exactly, for factory strings and ivfpq
 # float32 keys kept in memory for re-scoring (1M x 384 is 1.5 GB); above, rows are read back per block. With
@@ -97,21 +95,21 @@ def approximate_search(
         safe = np.maximum(cand, 0)
         return table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
 
-    def rescored(q_rows: np.ndarray, cand: np.ndarray, approx=None) -> tuple[np.ndarray, np.ndarray]:
-        """The k best of each query's candidates (key rows, -1: none) by exact similarity."""
-        return rescored_topk(q_rows, cand, k, rows_of, approx)
-
     def products(q_rows: np.ndarray, cand: np.ndarray) -> np.ndarray | None:
         """The candidates' float32 products, read in place from the keys in memory (None: not in memory)."""
         return candidate_products(q_rows, table, cand) if table is not None else None
+
+    def rescored(q_rows: np.ndarray, cand: np.ndarray, approx=None) -> tuple[np.ndarray, np.ndarray]:
+        """The k best of each query's candidates (key rows, -1: none) by exact similarity; `approx`: their
+        products where already computed."""
+        return rescored_topk(q_rows, cand, k, rows_of, products(q_rows, cand) if approx is None else approx)
 
     tuning = None
     if lists and recall_target:  # nprobe not fixed by the user: chosen for the target on sampled queries
 
         def search_with(block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
             search_params(index, factory, probe, ef_search, fetch)
-            cand = index.search(block, fetch)[1]
-            return rescored(block, cand, products(block, cand))
+            return rescored(block, index.search(block, fetch)[1])
 
         start_probe = min(nprobe or DEFAULT_NPROBE, lists)
         nprobe, tuning = tune_nprobe(
