@@ -26,10 +26,10 @@ from bench_common import provenance, write_result  # noqa: E402
 from mine_e2e import add_set_args, build  # noqa: E402
 
 from sentkit.mining.approximate import (  # noqa: E402
+    built_index,
     candidate_products,
     rescored_topk,
     search_params,
-    train_size,
 )
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
@@ -51,20 +51,13 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     if args.small:
         args.n = 3000
-    import faiss
-
     began = time.perf_counter()
     x, y, _, info = build(args)
     built_s = time.perf_counter() - began
     factory = fastscan_factory(len(y), y.shape[1], IndexConfig())
-    index = faiss.index_factory(y.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    sample = train_size(len(y), factory)
-    start = time.perf_counter()
-    index.train(y[np.sort(np.random.default_rng(args.seed).choice(len(y), size=sample, replace=False))])
-    train_s = time.perf_counter() - start
-    start = time.perf_counter()
-    index.add(y)
-    add_s = time.perf_counter() - start
+    index, _, sample, build_s = built_index(
+        UnitRows(y), factory, seed=args.seed
+    )  # as `sentkit mine` builds it
     rows = np.sort(np.random.default_rng([args.seed, 7]).choice(len(x), size=args.queries, replace=False))
     q = x[rows]
     exact_s, _, _ = exact_search(UnitRows(q), UnitRows(y), args.k, "float32")
@@ -96,8 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         "factory": factory,
         "train_rows": sample,
         "build_set_s": round(built_s, 1),
-        "train_s": round(train_s, 1),
-        "add_s": round(add_s, 1),
+        **build_s,
         "grid": grid,
         "cpu_flags": cpu_flags(),
         **provenance(),

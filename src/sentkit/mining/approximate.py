@@ -43,23 +43,12 @@ def train_size(n: int, factory: str, asked: int | None = None) -> int:
     return min(n, TRAIN_MAX, max(TRAIN_MIN, TRAIN_PER_LIST * (ivf_lists(factory) or 0)))
 
 
-def approximate_search(
-    queries,
-    keys,
-    k: int,
-    factory: str,
-    nprobe: int | None = None,
-    ef_search: int | None = None,
-    refine: int = DEFAULT_REFINE,
-    train_rows: int | None = None,
-    seed: int = 0,
-    query_block: int = 4096,
-    recall_target: float | None = None,
-) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(sims (nq, k'), rows (nq, k'), info), k' = min(k, keys.n), best first by exact similarity."""
+def built_index(keys, factory: str, train_rows: int | None = None, seed: int = 0):
+    """(index, table, training rows, {"train_s", "add_s"}): the FAISS index of `factory` (inner product) over
+    the vector set `keys`, seeded (`_seed`), trained on a seeded sample of train_size rows and holding every
+    key; `table` is the keys' float32 rows in memory for re-scoring (None above TABLE_MAX_BYTES)."""
     import faiss
 
-    k = min(k, keys.n)
     timings: dict[str, float] = {}
     start = time.perf_counter()
     index = faiss.index_factory(keys.dim, factory, faiss.METRIC_INNER_PRODUCT)
@@ -88,6 +77,28 @@ def approximate_search(
         if table is not None:
             table[key_start : key_start + len(block)] = block
     timings["add_s"] = round(time.perf_counter() - start, 2)
+    return index, table, sample, timings
+
+
+def approximate_search(
+    queries,
+    keys,
+    k: int,
+    factory: str,
+    nprobe: int | None = None,
+    ef_search: int | None = None,
+    refine: int = DEFAULT_REFINE,
+    train_rows: int | None = None,
+    seed: int = 0,
+    query_block: int = 4096,
+    recall_target: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(sims (nq, k'), rows (nq, k'), info), k' = min(k, keys.n), best first by exact similarity."""
+    import faiss
+
+    k = min(k, keys.n)
+    index, table, sample, timings = built_index(keys, factory, train_rows, seed)
+    lists = ivf_lists(factory)
     fetch = min(keys.n, max(k, refine * k))
 
     def rows_of(cand: np.ndarray) -> np.ndarray:
