@@ -60,7 +60,9 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path, data_root):
     assert results["train"]["steps"] == expected["train"]["steps"] == 6
     assert results["train"]["train_loss"] == pytest.approx(expected["train"]["train_loss"], abs=1e-6)
     assert [(p["from_step"], p["to_step"]) for p in results["train"]["parts"]] == [(0, 4), (4, 6)]
-    assert results["train"]["train_s"] >= sum(p["train_s"] for p in results["train"]["parts"]) - 1e-3
+    # each part's seconds and the total are rounded to 3 decimals: up to 0.5 ms apart each
+    parts_s = sum(p["train_s"] for p in results["train"]["parts"])
+    assert results["train"]["train_s"] >= parts_s - 5e-4 * (len(results["train"]["parts"]) + 1)
     # the first loss logged after the resume is that step's loss, not divided by the steps before it
     state = json.loads((resumed / "checkpoint-6" / "trainer_state.json").read_text())
     step5 = next(h for h in state["log_history"] if h.get("step") == 5 and "loss" in h)
