@@ -13,8 +13,8 @@ B), and per model and half these sets are mined (bench/mine_real_sets.py builds 
 - `structureless-N`: bench/bitext_mining.py's planted synthetic vectors (the worst case: no real structure).
 
 Each index (`--index`, FAISS factory strings or sentkit presets, each IVF one at every `--nprobe`) mines the
-set the way `sentkit mine` does (sentkit.mining.search both ways, re-scored exactly, ratio margin over k, max
-retrieval). Against exact search it reports: recall@k on sampled queries each direction, how often the planted
+set the way `sentkit mine` does (sentkit.mining.search both ways, re-scored exactly, each direction's lists
+completed by the other's, ratio margin over k, max retrieval); the index's own lists are scored too. Against exact search it reports: recall@k on sampled queries each direction, how often the planted
 partner is among the k neighbours (exact and index), planted-pair F1 at the best threshold (exact and index),
 the error of the margin's k-NN means, train/add/search seconds and peak RSS. Above `--exact-max` rows a side
 both F1s are estimates from one sample of source and target rows (the sample's rows, their translations,
@@ -53,6 +53,7 @@ from mine_real_sets import (  # noqa: E402
 
 from sentkit.errors import InvalidArgument  # noqa: E402
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
+from sentkit.mining.exchange import exchanged  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.mining.index_spec import ivf_lists, parse_index  # noqa: E402
 from sentkit.mining.margin import candidate_scores, ratio_margin  # noqa: E402
@@ -370,7 +371,11 @@ def run_index(config, X, Y, gold, partner_y, queries, exact_q, exact, sample, fu
     except InvalidArgument as err:
         print(f"  {label}: skipped ({err})", flush=True)
         return record | {"skipped": str(err)}
-    neighbours = (x_s, x_n, y_s, y_n)
+    own = (x_s, x_n, y_s, y_n)  # the indexes' own lists
+    with meter.stage("exchange"):  # as sentkit mine does: each direction's lists completed by the other's
+        ex_x_s, ex_x_n, gained_fwd = exchanged(x_s, x_n, y_s, y_n)
+        ex_y_s, ex_y_n, gained_bwd = exchanged(y_s, y_n, x_s, x_n)
+    neighbours = (ex_x_s, ex_x_n, ex_y_s, ex_y_n)
     with meter.stage("margin_max"):
         f1_all = full_f1(neighbours, gold)
     qx, qy = queries
@@ -379,21 +384,32 @@ def run_index(config, X, Y, gold, partner_y, queries, exact_q, exact, sample, fu
         "backward": bwd,
         "stages": meter.stages,
         "mining_s": round(sum(s["wall_s"] for s in meter.stages.values()), 2),
-        # inside mining_s: sentkit mine's own recall check (exact search of sampled queries), each direction
+        # inside mining_s: the index's recall check (exact search of sampled queries), each direction
         "recall_check_s": round(sum(i.get("recall", {}).get("exact_s", 0) for i in (fwd, bwd)), 2),
         "peak_rss_mib": max(s["peak_rss_mib"] for s in meter.stages.values()),
-        "sample_forward": neighbour_metrics(qx, exact_q[0], x_s, x_n, gold),
-        "sample_backward": neighbour_metrics(qy, exact_q[1], y_s, y_n, partner_y),
+        "from_other_direction": {"forward": gained_fwd, "backward": gained_bwd},
+        "sample_forward": neighbour_metrics(qx, exact_q[0], ex_x_s, ex_x_n, gold),
+        "sample_backward": neighbour_metrics(qy, exact_q[1], ex_y_s, ex_y_n, partner_y),
+        # the same before the exchange: what the index alone found
+        "sample_forward_index_only": neighbour_metrics(qx, exact_q[0], x_s, x_n, gold),
+        "sample_backward_index_only": neighbour_metrics(qy, exact_q[1], y_s, y_n, partner_y),
     }
     if full:
         record["f1"] = f1_all
+        record["f1_index_lists_only"] = full_f1(own, gold)
     else:
-        record["f1"] = sampled_f1(*sample, FullLists(x_s, x_n), FullLists(y_s, y_n), gold)
+        record["f1"] = sampled_f1(*sample, FullLists(*neighbours[:2]), FullLists(*neighbours[2:]), gold)
         record["f1_full_index_only"] = f1_all
+        record["f1_index_lists_only"] = sampled_f1(*sample, FullLists(x_s, x_n), FullLists(y_s, y_n), gold)
     record["f1_minus_exact"] = round(record["f1"]["f1"] - exact["f1"]["f1"], 2)
+    record["f1_index_lists_only_minus_exact"] = round(
+        record["f1_index_lists_only"]["f1"] - exact["f1"]["f1"], 2
+    )
     print(
         f"  {label}: recall@{args.k} {record['sample_forward']['recall_at_k']}/{record['sample_backward']['recall_at_k']}, "
-        f"F1 {'~' if record['f1']['estimate'] else ''}{record['f1']['f1']} (exact {exact['f1']['f1']}), "
+        f"F1 {'~' if record['f1']['estimate'] else ''}{record['f1']['f1']} (exact {exact['f1']['f1']}; "
+        f"index lists alone {record['f1_index_lists_only']['f1']}, recall@{args.k} "
+        f"{record['sample_forward_index_only']['recall_at_k']}/{record['sample_backward_index_only']['recall_at_k']}), "
         f"{record['mining_s']} s",
         flush=True,
     )

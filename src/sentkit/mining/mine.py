@@ -1,6 +1,7 @@
 """`sentkit mine`: parallel sentence pairs from two corpora (or their encoded shard folders).
 
-k nearest neighbours both ways (search.py), candidate scores (margin.py: the ratio margin over k, each
+k nearest neighbours both ways (search.py; an approximate index's lists completed by the pairs the other
+direction found, exchange.py, before their recall is measured), candidate scores (margin.py: the ratio margin over k, each
 side's k-NN means taken over the whole other side), retrieval (retrieval.py), an optional score
 threshold, then a TSV sorted by score (score, both row ids, both texts) and a JSON sidecar recording the
 configuration, the index each direction used, counts, timings per stage and versions.
@@ -22,12 +23,13 @@ from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.exact import resolve_device
+from sentkit.mining.exchange import exchanged
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
 from sentkit.mining.native_stderr import captured_stderr, pass_through, too_few_training_points
 from sentkit.mining.output_guard import check_outputs
 from sentkit.mining.recall import report_recall
 from sentkit.mining.retrieval import select_pairs
-from sentkit.mining.search import IndexConfig, check_index, search
+from sentkit.mining.search import IndexConfig, check_index, is_approximate_record, measure_recall, search
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
 from sentkit.mining.vectors import ShardVectors
 from sentkit.provenance import machine_info, package_versions
@@ -67,13 +69,28 @@ def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | N
     start = time.perf_counter()
     x_sims, x_nn, fwd = _quiet_search(x, y, config)  # (nx, k): y neighbours of each x
     timings["knn_forward_s"] = round(time.perf_counter() - start, 2)
-    report_recall(fwd, "forward", log)
     start = time.perf_counter()
     y_sims, y_nn, bwd = _quiet_search(y, x, config)  # (ny, k): x neighbours of each y
     timings["knn_backward_s"] = round(time.perf_counter() - start, 2)
     _warn_about_training({"forward": fwd, "backward": bwd})
     # k is capped by the other side's rows: record the k each direction searched with
     fwd["k"], bwd["k"] = int(x_sims.shape[1]), int(y_sims.shape[1])
+    if is_approximate_record(fwd) or is_approximate_record(bwd):
+        start = time.perf_counter()
+        x_lists, y_lists = (x_sims, x_nn), (y_sims, y_nn)  # the indexes' own lists
+        x_sims, x_nn, fwd["from_other_direction"] = exchanged(*x_lists, *y_lists)
+        y_sims, y_nn, bwd["from_other_direction"] = exchanged(*y_lists, *x_lists)
+        timings["exchange_s"] = round(time.perf_counter() - start, 2)
+        start = time.perf_counter()
+        for info, (queries, keys), sims, nn, own in (
+            (fwd, (x, y), x_sims, x_nn, x_lists),
+            (bwd, (y, x), y_sims, y_nn, y_lists),
+        ):
+            if is_approximate_record(info):
+                info["recall"] = measure_recall(queries, keys, sims, nn, config.index, index_lists=own)
+        del x_lists, y_lists
+        timings["recall_s"] = round(time.perf_counter() - start, 2)
+    report_recall(fwd, "forward", log)
     report_recall(bwd, "backward", log)
     neighbours = (x_sims, x_nn, y_sims, y_nn)
     start = time.perf_counter()
@@ -97,7 +114,7 @@ def _quiet_search(queries, keys, config: MineConfig) -> tuple[np.ndarray, np.nda
     chatter = None
     try:
         with captured_stderr() as chatter:
-            sims, nn, info = search(queries, keys, config.k, config.index)
+            sims, nn, info = search(queries, keys, config.k, config.index, recall=False)
     finally:
         found, other = too_few_training_points(chatter.lines if chatter else [])
         pass_through(other)

@@ -42,18 +42,26 @@ def sampled_recall(
     seed: int = 0,
     dtype: str = "auto",
     device: str = "cpu",
+    index_lists: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict:
     """recall@k of the approximate results (`sims`, `rows`: (nq, k), exact similarities) on `sample`
-    queries drawn with `seed`, against an exact search of those queries over all keys."""
+    queries drawn with `seed`, against an exact search of those queries over all keys; with `index_lists`
+    (the index's own (sims, rows) where `sims`, `rows` were completed afterwards) theirs too, as
+    `index_recall_at_k`."""
     k = rows.shape[1]
     picked = sampled_queries(queries.n, sample, seed)
     start = time.perf_counter()
     exact_s, exact_i, info = exact_search(UnitRows(queries.take(picked)), keys, k, dtype, device)
     seconds = time.perf_counter() - start
-    return {
+    record = {
         "k": k,
         "recall_at_k": round(found_share(sims[picked], rows[picked], exact_s[:, -1]), 4),
         "recall_at_1": round(float(np.mean(rows[picked, 0] == exact_i[:, 0])), 4),
+    }
+    if index_lists is not None:
+        own_s, own_i = index_lists
+        record["index_recall_at_k"] = round(found_share(own_s[picked], own_i[picked], exact_s[:, -1]), 4)
+    return record | {
         "queries": len(picked),
         "seed": seed,
         "exact_dtype": info["dtype"],
@@ -83,6 +91,8 @@ def report_recall(info: dict, direction: str, log: Callable[[str], None] | None 
         f"recall@{recall['k']} of {info['factory']} ({direction}) against exact search: "
         f"{recall['recall_at_k']:.3f} on {recall['queries']} sampled queries"
     )
+    if "index_recall_at_k" in recall:
+        line += f" ({recall['index_recall_at_k']:.3f} from the index alone, before adding the other direction's pairs)"
     tuning = info.get("nprobe_tuning")
     if tuning:
         tried = ", ".join(f"{step['nprobe']}: {step['recall_at_k']:.3f}" for step in tuning["ladder"])

@@ -74,10 +74,12 @@ class IndexConfig:
     query_block: int = 4096  # queries per approximate search call (bounds the re-scoring gather)
 
 
-def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[np.ndarray, np.ndarray, dict]:
+def search(
+    queries, keys, k: int, config: IndexConfig = IndexConfig(), recall: bool = True
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """(sims (nq, k'), indices (nq, k'), info) with k' = min(k, keys.n), best first; `queries` and `keys`
     are vector sets (sentkit.mining.vectors). `info` records the index used, its timings and, for an
-    approximate index, its measured recall."""
+    approximate index, its measured recall (`recall=False`: the caller measures it, see measure_recall)."""
     if queries.dim != keys.dim:
         raise ValueError(f"queries have dim {queries.dim}, keys have dim {keys.dim}")
     check_index(config, keys.dim)
@@ -104,17 +106,30 @@ def search(queries, keys, k: int, config: IndexConfig = IndexConfig()) -> tuple[
             query_block=config.query_block,
             recall_target=None if config.nprobe else config.recall_target,
         )
-        info["recall"] = sampled_recall(
-            queries,
-            keys,
-            sims,
-            idx,
-            config.recall_queries,
-            config.seed,
-            config.exact_dtype,
-            config.exact_device,
-        )
+        if recall:
+            info["recall"] = measure_recall(queries, keys, sims, idx, config)
     return sims, idx, {"asked": config.kind, "chosen_because": reason, **info}
+
+
+def measure_recall(queries, keys, sims, idx, config: IndexConfig, index_lists=None) -> dict:
+    """recall.sampled_recall of the lists `sims`, `idx` with the config's sample, seed and exact search
+    (and of the index's own lists `index_lists`, where the lists were completed after the search)."""
+    return sampled_recall(
+        queries,
+        keys,
+        sims,
+        idx,
+        config.recall_queries,
+        config.seed,
+        config.exact_dtype,
+        config.exact_device,
+        index_lists=index_lists,
+    )
+
+
+def is_approximate_record(info: dict) -> bool:
+    """Whether a search's record describes an approximate index (its lists may miss neighbours)."""
+    return info.get("index") == "approximate"
 
 
 def check_index(config: IndexConfig, dim: int) -> None:

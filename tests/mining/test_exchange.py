@@ -1,0 +1,75 @@
+"""Each direction's neighbour lists completed by the pairs the other direction found (exchange.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sentkit.mining.exact import exact_scores, exact_search
+from sentkit.mining.exchange import exchanged
+from sentkit.mining.vectors import ArrayVectors
+
+
+def _vectors(array):
+    return ArrayVectors(array, [f"r{i}" for i in range(len(array))], [""] * len(array))
+
+
+def test_a_hand_checked_exchange():
+    # similarities of 3 x rows with 4 y rows:   y0   y1    y2   y3
+    #                                       x0  .9   .5    .3   .0
+    #                                       x1  .1   .05   .8   .75
+    #                                       x2  .6   .7    .2   .4
+    # the forward lists (k = 2) of an index that missed x1's y3 and x2's y0; the backward lists exact
+    sims = np.array([[0.9, 0.5], [0.8, 0.1], [0.7, 0.4]], dtype=np.float32)
+    nn = np.array([[0, 1], [2, 0], [1, 3]])
+    other_sims = np.array([[0.9, 0.6], [0.7, 0.5], [0.8, 0.3], [0.75, 0.4]], dtype=np.float32)
+    other_nn = np.array([[0, 2], [2, 0], [1, 0], [1, 2]])
+    out_s, out_i, gained = exchanged(sims, nn, other_sims, other_nn)
+    # x0 is named by y0, y1 (its own pairs) and y2 (.3, below its k-th); x1 by y2 and y3 (.75 > .1);
+    # x2 by y0 (.6 > .4), y1 and y3: the forward lists become the exact ones
+    np.testing.assert_array_equal(out_i, [[0, 1], [2, 3], [1, 0]])
+    np.testing.assert_allclose(out_s, [[0.9, 0.5], [0.8, 0.75], [0.7, 0.6]])
+    assert gained == 2
+
+
+def test_exact_lists_are_unchanged_and_thinned_lists_regain_their_neighbours():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 16)).astype(np.float32)
+    y = rng.normal(size=(250, 16)).astype(np.float32)
+    xs, xn, _ = exact_search(_vectors(x), _vectors(y), 5, "float32")
+    ys, yn, _ = exact_search(_vectors(y), _vectors(x), 5, "float32")
+    same_s, same_i, gained = exchanged(xs, xn, ys, yn)
+    assert gained == 0
+    np.testing.assert_array_equal(same_i, xn)
+    np.testing.assert_array_equal(same_s, xs)
+
+    # an approximate search's lists: each entry lost with probability 0.4, the gaps filled by worse rows
+    lost = rng.random(xn.shape) < 0.4
+    worse = np.argsort(-(x @ y.T / np.outer(np.linalg.norm(x, axis=1), np.linalg.norm(y, axis=1))), axis=1)
+    thin_i = np.where(lost, worse[:, 20:25], xn)
+    xu = x / np.linalg.norm(x, axis=1, keepdims=True)
+    yu = y / np.linalg.norm(y, axis=1, keepdims=True)
+    thin_s = exact_scores(xu, yu[thin_i])
+    order = np.lexsort((thin_i, -thin_s), axis=1)
+    thin_s, thin_i = np.take_along_axis(thin_s, order, axis=1), np.take_along_axis(thin_i, order, axis=1)
+    out_s, out_i, gained = exchanged(thin_s, thin_i, ys, yn)
+    # a pair on y's exact list is among x's exact top 5 only where it is, so every regained entry is exact
+    found = lambda s, i: np.mean([len(set(a) & set(b)) / 5 for a, b in zip(i, xn)])  # noqa: E731
+    assert found(out_s, out_i) > found(thin_s, thin_i) + 0.2
+    assert gained > 0.2 * lost.sum()
+    # every list stays sorted, without repeats, and every value is the pair's exact similarity
+    assert (np.diff(out_s, axis=1) <= 0).all()
+    assert all(len(set(row)) == 5 for row in out_i)
+    np.testing.assert_allclose(out_s, exact_scores(xu, yu[out_i]), rtol=0, atol=1e-6)
+    # never worse than the own list: each position at least as similar
+    assert (out_s >= thin_s - 1e-7).all()
+
+
+def test_missing_entries_stay_missing_unless_the_other_direction_fills_them():
+    sims = np.array([[0.5, -np.inf], [0.4, -np.inf]], dtype=np.float32)
+    nn = np.array([[0, -1], [1, -1]])
+    other_sims = np.array([[0.5, 0.3], [0.4, -np.inf]], dtype=np.float32)
+    other_nn = np.array([[0, 1], [1, -1]])
+    out_s, out_i, gained = exchanged(sims, nn, other_sims, other_nn)
+    np.testing.assert_array_equal(out_i, [[0, -1], [1, 0]])
+    assert out_s[1, 1] == pytest.approx(0.3) and out_s[0, 1] == -np.inf and gained == 1
