@@ -8,7 +8,13 @@ on sampled source queries whose exact top k is known it measures recall@k and th
 (nprobe, refine) pair; the seconds per query times the row count estimate one direction's full search.
 Choose on half A; report on half B with bench/mine_e2e.py.
 
+`--direction backward` searches target queries over the source side instead. Either way, a second sample of
+queries with a planted translation follows where the index loses that partner: among the queries whose
+exact top k holds it, the share whose partner's inverted list is among the nprobe probed, the share that has
+it among the refine x k candidates fetched, and the share that keeps it in the top k after re-scoring.
+
     python bench/mine_fastscan_grid.py --half A --n 1000000 --nprobe 16,32,64,128 --refine 16,32,64
+    python bench/mine_fastscan_grid.py --half A --n 1000000 --direction backward
     python bench/mine_fastscan_grid.py --small      # a tiny synthetic cache: the script runs
 """
 
@@ -46,23 +52,40 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--nprobe", default="16,32,64,128")
     ap.add_argument("--refine", default="16,32,64")
+    ap.add_argument("--direction", choices=("forward", "backward"), default="forward")
     ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     if args.small:
         args.n = 3000
     began = time.perf_counter()
-    x, y, _, info = build(args)
+    x, y, gold, info = build(args)
     built_s = time.perf_counter() - began
+    if args.direction == "backward":  # target queries over the source side; a target's partner is its source
+        partner = np.full(len(y), -1, dtype=np.int64)
+        partner[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+        x, y = y, x
+    else:
+        partner = gold
     factory = fastscan_factory(len(y), y.shape[1], IndexConfig())
     index, _, sample, build_s = built_index(
         UnitRows(y), factory, seed=args.seed
     )  # as `sentkit mine` builds it
-    rows = np.sort(np.random.default_rng([args.seed, 7]).choice(len(x), size=args.queries, replace=False))
+    rng = np.random.default_rng([args.seed, 7])
+    rows = np.sort(rng.choice(len(x), size=args.queries, replace=False))
     q = x[rows]
     exact_s, _, _ = exact_search(UnitRows(q), UnitRows(y), args.k, "float32")
+    planted = np.flatnonzero(partner >= 0)
+    p_rows = np.sort(rng.choice(planted, size=min(args.queries, len(planted)), replace=False))
+    pq, p_key = x[p_rows], partner[p_rows]
+    _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
+    in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
+    ivf = faiss_ivf(index)
+    p_list = ivf.quantizer.search(np.ascontiguousarray(y[p_key]), 1)[1][:, 0]  # the partner's inverted list
     grid = []
     for probe in (int(p) for p in args.nprobe.split(",")):
+        probed = ivf.quantizer.search(np.ascontiguousarray(pq), probe)[1]
+        in_probed = (probed == p_list[:, None]).any(axis=1)
         for refine in (int(r) for r in args.refine.split(",")):
             fetch = refine * args.k
             search_params(index, factory, probe, None, fetch)
@@ -72,6 +95,8 @@ def main(argv: list[str] | None = None) -> dict:
             approx = candidate_products(q, y, cand)
             sims, found = rescored_topk(q, cand, args.k, lambda c: y[np.maximum(c, 0)], approx)
             total_s = time.perf_counter() - start
+            p_cand = index.search(pq, fetch)[1]
+            _, p_found = rescored_topk(pq, p_cand, args.k, lambda c: y[np.maximum(c, 0)])
             cell = {
                 "nprobe": probe,
                 "refine": refine,
@@ -79,11 +104,18 @@ def main(argv: list[str] | None = None) -> dict:
                 "scan_s_per_1k_queries": round(scan_s / len(q) * 1000, 3),
                 "search_s_per_1k_queries": round(total_s / len(q) * 1000, 3),
                 "one_direction_s_estimate": round(total_s / len(q) * len(x), 1),
+                # of the planted queries whose exact top k holds the partner: where the index keeps it
+                "partner_queries": int(in_exact.sum()),
+                "partner_list_probed": _share(in_probed, in_exact),
+                "partner_fetched": _share((p_cand == p_key[:, None]).any(axis=1), in_exact),
+                "partner_in_topk": _share((p_found == p_key[:, None]).any(axis=1), in_exact),
             }
             grid.append(cell)
             print(cell, flush=True)
     result = {
-        "what": "ivf-fastscan recall@k and search time at each (nprobe, refine), one index, sampled queries",
+        "what": "ivf-fastscan recall@k, search time and where planted partners are lost, at each (nprobe, "
+        "refine), one index, sampled queries",
+        "partner_in_exact_topk": round(float(in_exact.mean()), 4),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "set": info,
         "factory": factory,
@@ -95,6 +127,18 @@ def main(argv: list[str] | None = None) -> dict:
         **provenance(),
     }
     return write_result(args.out, result)
+
+
+def faiss_ivf(index):
+    """The inverted-file part of a FAISS index (its coarse quantizer assigns rows to lists)."""
+    import faiss
+
+    return faiss.extract_index_ivf(index)
+
+
+def _share(hit: np.ndarray, among: np.ndarray) -> float | None:
+    """The share of `hit` among the rows where `among` holds (None where none does)."""
+    return round(float(hit[among].mean()), 4) if among.any() else None
 
 
 if __name__ == "__main__":

@@ -560,7 +560,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cache", type=Path, default=None, help="bench/real_sentences.py's output folder")
     parser.add_argument("--models", default=MODELS, help="shard folders of the cache, comma-separated")
     parser.add_argument("--half", default="A", choices=["A", "B"])
-    parser.add_argument("--sets", default="real,realistic-1000000", help="real, realistic-N, structureless-N")
+    parser.add_argument(
+        "--sets",
+        default=None,
+        help="real, realistic-N, structureless-N (default: real,realistic-1000000; with --small: "
+        "real,realistic-3000,structureless-2000)",
+    )
     parser.add_argument(
         "--index", action="append", type=parse_index, help=f"repeatable (default: {'; '.join(INDEXES)})"
     )
@@ -599,6 +604,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--small", action="store_true", help="a tiny synthetic cache; runs in seconds")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
+    if args.sets is None:
+        args.sets = "real,realistic-3000,structureless-2000" if args.small else "real,realistic-1000000"
     import faiss
 
     if args.threads:

@@ -368,3 +368,11 @@ def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
     assert recall[1, 16] <= recall[4, 16] <= recall[32, 16]  # more lists probed, never fewer found
     assert recall[32, 1] < recall[32, 16]  # 4 candidates ranked by 4-bit codes miss what 64 re-scored keep
     assert recall[32, 16] > 0.85
+    # where planted partners are lost, backward: kept in the top k => fetched => its list probed
+    back = bench.main([*argv, "--direction", "backward", "--out", str(tmp_path / "back.json")])
+    assert back["partner_in_exact_topk"] > 0.5 and back["settings"]["direction"] == "backward"
+    cells = {(c["nprobe"], c["refine"]): c for c in back["grid"]}
+    for c in cells.values():
+        assert c["partner_queries"] > 100
+        assert c["partner_in_topk"] <= c["partner_fetched"] <= c["partner_list_probed"]
+    assert cells[1, 16]["partner_list_probed"] < cells[32, 16]["partner_list_probed"]
