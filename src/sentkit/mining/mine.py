@@ -1,10 +1,10 @@
 """`sentkit mine`: parallel sentence pairs from two corpora (or their encoded shard folders).
 
-k nearest neighbours both ways (search.py; an approximate index's lists completed by the pairs the other
-direction found, exchange.py, before their recall is measured), candidate scores (margin.py: the ratio margin over k, each
-side's k-NN means taken over the whole other side), retrieval (retrieval.py), an optional score
-threshold, then a TSV sorted by score (score, both row ids, both texts) and a JSON sidecar recording the
-configuration, the index each direction used, counts, timings per stage and versions.
+k nearest neighbours both ways (search.py; an approximate index's lists are completed by the pairs the
+other direction found, exchange.py, and their recall measured), candidate scores (margin.py: the ratio
+margin over k, each side's k-NN means taken over the whole other side), retrieval (retrieval.py), an
+optional score threshold, then a TSV sorted by score (score, both row ids, both texts) and a JSON sidecar
+recording the configuration, the index each direction used, counts, timings per stage and versions.
 """
 
 from __future__ import annotations
@@ -76,20 +76,9 @@ def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | N
     # k is capped by the other side's rows: record the k each direction searched with
     fwd["k"], bwd["k"] = int(x_sims.shape[1]), int(y_sims.shape[1])
     if is_approximate_record(fwd) or is_approximate_record(bwd):
-        start = time.perf_counter()
-        x_lists, y_lists = (x_sims, x_nn), (y_sims, y_nn)  # the indexes' own lists
-        x_sims, x_nn, fwd["from_other_direction"] = exchanged(*x_lists, *y_lists)
-        y_sims, y_nn, bwd["from_other_direction"] = exchanged(*y_lists, *x_lists)
-        timings["exchange_s"] = round(time.perf_counter() - start, 2)
-        start = time.perf_counter()
-        for info, (queries, keys), sims, nn, own in (
-            (fwd, (x, y), x_sims, x_nn, x_lists),
-            (bwd, (y, x), y_sims, y_nn, y_lists),
-        ):
-            if is_approximate_record(info):
-                info["recall"] = measure_recall(queries, keys, sims, nn, config.index, index_lists=own)
-        del x_lists, y_lists
-        timings["recall_s"] = round(time.perf_counter() - start, 2)
+        (x_sims, x_nn), (y_sims, y_nn) = _completed(
+            x, y, (x_sims, x_nn), (y_sims, y_nn), (fwd, bwd), config.index, timings
+        )
     report_recall(fwd, "forward", log)
     report_recall(bwd, "backward", log)
     neighbours = (x_sims, x_nn, y_sims, y_nn)
@@ -106,6 +95,25 @@ def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | N
     return Mined(
         src, tgt, score, candidates, {"index": {"forward": fwd, "backward": bwd}, "timings": timings}
     )
+
+
+def _completed(x, y, x_lists, y_lists, infos: tuple[dict, dict], index: IndexConfig, timings: dict):
+    """Both directions' (sims, nn) lists completed by each other's pairs (exchange.py), with the recall of
+    each approximate direction measured on its completed lists and its index's own; counts and seconds
+    go to `infos` (forward, backward) and `timings`."""
+    start = time.perf_counter()
+    x_sims, x_nn, infos[0]["from_other_direction"] = exchanged(*x_lists, *y_lists)
+    y_sims, y_nn, infos[1]["from_other_direction"] = exchanged(*y_lists, *x_lists)
+    timings["exchange_s"] = round(time.perf_counter() - start, 2)
+    start = time.perf_counter()
+    for info, (queries, keys), sims, nn, own in (
+        (infos[0], (x, y), x_sims, x_nn, x_lists),
+        (infos[1], (y, x), y_sims, y_nn, y_lists),
+    ):
+        if is_approximate_record(info):
+            info["recall"] = measure_recall(queries, keys, sims, nn, index, index_lists=own)
+    timings["recall_s"] = round(time.perf_counter() - start, 2)
+    return (x_sims, x_nn), (y_sims, y_nn)
 
 
 def _quiet_search(queries, keys, config: MineConfig) -> tuple[np.ndarray, np.ndarray, dict]:

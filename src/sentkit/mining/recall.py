@@ -91,14 +91,17 @@ def report_recall(info: dict, direction: str, log: Callable[[str], None] | None 
         f"recall@{recall['k']} of {info['factory']} ({direction}) against exact search: "
         f"{recall['recall_at_k']:.3f} on {recall['queries']} sampled queries"
     )
+    notes = []
     if "index_recall_at_k" in recall:
-        line += f" ({recall['index_recall_at_k']:.3f} from the index alone, before adding the other direction's pairs)"
+        notes.append(f"the index alone: {recall['index_recall_at_k']:.3f}")
     tuning = info.get("nprobe_tuning")
     if tuning:
         tried = ", ".join(f"{step['nprobe']}: {step['recall_at_k']:.3f}" for step in tuning["ladder"])
-        line += (
-            f" (nprobe {tuning['chosen']}, chosen for recall {tuning['target']:g} on other queries: {tried})"
+        notes.append(
+            f"nprobe {tuning['chosen']}, chosen for recall {tuning['target']:g} on other queries: {tried}"
         )
+    if notes:
+        line += f" ({'; '.join(notes)})"
     if log is not None:
         log(line)
     if recall["recall_at_k"] < RECALL_WARN:
