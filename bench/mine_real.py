@@ -53,7 +53,7 @@ from mine_real_sets import (  # noqa: E402
 
 from sentkit.errors import InvalidArgument  # noqa: E402
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
-from sentkit.mining.exchange import exchanged  # noqa: E402
+from sentkit.mining.exchange import both_exchanged  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.mining.index_spec import ivf_lists, parse_index  # noqa: E402
 from sentkit.mining.margin import candidate_scores, ratio_margin  # noqa: E402
@@ -373,8 +373,7 @@ def run_index(config, X, Y, gold, partner_y, queries, exact_q, exact, sample, fu
         return record | {"skipped": str(err)}
     own = (x_s, x_n, y_s, y_n)  # the indexes' own lists
     with meter.stage("exchange"):  # as sentkit mine does: each direction's lists completed by the other's
-        ex_x_s, ex_x_n, gained_fwd = exchanged(x_s, x_n, y_s, y_n)
-        ex_y_s, ex_y_n, gained_bwd = exchanged(y_s, y_n, x_s, x_n)
+        (ex_x_s, ex_x_n), (ex_y_s, ex_y_n), (gained_fwd, gained_bwd) = both_exchanged(*own)
     neighbours = (ex_x_s, ex_x_n, ex_y_s, ex_y_n)
     with meter.stage("margin_max"):
         f1_all = full_f1(neighbours, gold)

@@ -35,7 +35,7 @@ from bitext_mining import planted_bitext  # noqa: E402
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
 from sentkit.corpus.shards import ShardSettings  # noqa: E402
 from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
-from sentkit.mining.exchange import exchanged  # noqa: E402
+from sentkit.mining.exchange import both_exchanged  # noqa: E402
 from sentkit.mining.gemm import cpu_flags, matmul_gflops, native_bf16  # noqa: E402
 from sentkit.mining.index_spec import parse_index  # noqa: E402
 from sentkit.mining.margin import candidate_scores  # noqa: E402
@@ -148,10 +148,8 @@ def run_size(n: int, args, work: Path, bound: dict) -> dict:
         y_sims, y_nn, bwd = search(ys, xs, args.k, config)
     if is_approximate_record(fwd) or is_approximate_record(bwd):
         with meter.stage("exchange"):  # as sentkit mine does (its recall above: the index's own lists)
-            own = (x_sims, x_nn), (y_sims, y_nn)
-            x_sims, x_nn, fwd["from_other_direction"] = exchanged(*own[0], *own[1])
-            y_sims, y_nn, bwd["from_other_direction"] = exchanged(*own[1], *own[0])
-            del own
+            (x_sims, x_nn), (y_sims, y_nn), gained = both_exchanged(x_sims, x_nn, y_sims, y_nn)
+            fwd["from_other_direction"], bwd["from_other_direction"] = gained
     for direction, info in (("forward", fwd), ("backward", bwd)):
         info |= of_bound(info, bound)
         print(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sentkit.mining.exact import exact_scores, exact_search
-from sentkit.mining.exchange import exchanged
+from sentkit.mining.exchange import both_exchanged, exchanged
 from sentkit.mining.vectors import ArrayVectors
 
 
@@ -42,6 +42,10 @@ def test_exact_lists_are_unchanged_and_thinned_lists_regain_their_neighbours():
     assert gained == 0
     np.testing.assert_array_equal(same_i, xn)
     np.testing.assert_array_equal(same_s, xs)
+    _, (back_s, back_i), both = both_exchanged(xs, xn, ys, yn)  # both directions at once, backward too
+    assert both == (0, 0)
+    np.testing.assert_array_equal(back_i, yn)
+    np.testing.assert_array_equal(back_s, ys)
 
     # an approximate search's lists: each entry lost with probability 0.4, the gaps filled by worse rows
     lost = rng.random(xn.shape) < 0.4

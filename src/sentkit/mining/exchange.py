@@ -44,3 +44,11 @@ def exchanged(
     out_s[q[keep], rank[keep]] = sim[keep]
     out_i[q[keep], rank[keep]] = key[keep]
     return out_s, out_i, int(from_other[keep].sum())
+
+
+def both_exchanged(x_sims, x_nn, y_sims, y_nn) -> tuple[tuple, tuple, tuple[int, int]]:
+    """((x_sims, x_nn), (y_sims, y_nn), (gained forward, gained backward)): the forward lists (each x's
+    neighbours among the y rows) and the backward lists, each completed by the other's pairs (`exchanged`)."""
+    xs, xn, gained_x = exchanged(x_sims, x_nn, y_sims, y_nn)
+    ys, yn, gained_y = exchanged(y_sims, y_nn, x_sims, x_nn)
+    return (xs, xn), (ys, yn), (gained_x, gained_y)

@@ -23,7 +23,7 @@ from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.exact import resolve_device
-from sentkit.mining.exchange import exchanged
+from sentkit.mining.exchange import both_exchanged
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
 from sentkit.mining.native_stderr import captured_stderr, pass_through, too_few_training_points
 from sentkit.mining.output_guard import check_outputs
@@ -102,8 +102,8 @@ def _completed(x, y, x_lists, y_lists, infos: tuple[dict, dict], index: IndexCon
     each approximate direction measured on its completed lists and its index's own; counts and seconds
     go to `infos` (forward, backward) and `timings`."""
     start = time.perf_counter()
-    x_sims, x_nn, infos[0]["from_other_direction"] = exchanged(*x_lists, *y_lists)
-    y_sims, y_nn, infos[1]["from_other_direction"] = exchanged(*y_lists, *x_lists)
+    (x_sims, x_nn), (y_sims, y_nn), gained = both_exchanged(*x_lists, *y_lists)
+    infos[0]["from_other_direction"], infos[1]["from_other_direction"] = gained
     timings["exchange_s"] = round(time.perf_counter() - start, 2)
     start = time.perf_counter()
     for info, (queries, keys), sims, nn, own in (
