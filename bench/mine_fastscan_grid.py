@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.small:
         args.n = 3000
     began = time.perf_counter()
+    import faiss
+
     x, y, gold, info = build(args)
     built_s = time.perf_counter() - began
     if args.direction == "backward":  # target queries over the source side; a target's partner is its source
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
     pq, p_key = x[p_rows], partner[p_rows]
     _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
     in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
-    ivf = faiss_ivf(index)
+    ivf = faiss.extract_index_ivf(index)  # its coarse quantizer assigns rows to inverted lists
     p_list = ivf.quantizer.search(np.ascontiguousarray(y[p_key]), 1)[1][:, 0]  # the partner's inverted list
     grid = []
     for probe in (int(p) for p in args.nprobe.split(",")):
@@ -127,13 +129,6 @@ def main(argv: list[str] | None = None) -> dict:
         **provenance(),
     }
     return write_result(args.out, result)
-
-
-def faiss_ivf(index):
-    """The inverted-file part of a FAISS index (its coarse quantizer assigns rows to lists)."""
-    import faiss
-
-    return faiss.extract_index_ivf(index)
 
 
 def _share(hit: np.ndarray, among: np.ndarray) -> float | None:

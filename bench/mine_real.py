@@ -14,7 +14,8 @@ B), and per model and half these sets are mined (bench/mine_real_sets.py builds 
 
 Each index (`--index`, FAISS factory strings or sentkit presets, each IVF one at every `--nprobe`) mines the
 set the way `sentkit mine` does (sentkit.mining.search both ways, re-scored exactly, each direction's lists
-completed by the other's, ratio margin over k, max retrieval); the index's own lists are scored too. Against exact search it reports: recall@k on sampled queries each direction, how often the planted
+completed by the other's, ratio margin over k, max retrieval); the index's own lists are scored too.
+Against exact search it reports: recall@k on sampled queries each direction, how often the planted
 partner is among the k neighbours (exact and index), planted-pair F1 at the best threshold (exact and index),
 the error of the margin's k-NN means, train/add/search seconds and peak RSS. Above `--exact-max` rows a side
 both F1s are estimates from one sample of source and target rows (the sample's rows, their translations,
