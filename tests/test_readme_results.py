@@ -152,16 +152,34 @@ def make_run_deltas(pick) -> Value:
 INT8_SPEED = "int8_speed_openvino_avx2.json"  # every sentence-transformers CPU backend in the same run
 
 
-def int8(model: str, *path) -> Value:
-    return at(INT8_SPEED, "models", model, *path)
+INT8_SPEED_AMX = {"e5-small-m": "int8_speed_amx_e5.json", "minilm-en": "int8_speed_amx_minilm.json"}
 
 
-def int8_stsb_change(model: str) -> Value:
+def int8(model: str, *path, file: str = INT8_SPEED) -> Value:
+    return at(file, "models", model, *path)
+
+
+def int8_stsb_change(model: str, file: str = INT8_SPEED) -> Value:
     def get(d):
         quality = d["models"][model]["quality"]
         return quality["sentkit int8"]["stsb"] - quality["sentkit torch fp32"]["stsb"]
 
-    return calc(INT8_SPEED, f"{model} STS-B int8 - fp32", get)
+    return calc(file, f"{model} STS-B int8 - fp32", get)
+
+
+def int8_amx_row(model: str) -> Row:
+    """The AMX host's median rates, median and best ratios and STS-B change for `model`."""
+    file = INT8_SPEED_AMX[model]
+    return Row(
+        "int8 ONNX",
+        [
+            int8(model, "timings", "st onnx-int8", "median_sent_per_s", file=file),
+            int8(model, "timings", "sentkit int8", "median_sent_per_s", file=file),
+            int8(model, "median_speed_vs_fastest_anchor", "sentkit int8", file=file),
+            int8(model, "speed_vs_fastest_anchor", "sentkit int8", file=file),
+            int8_stsb_change(model, file),
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -345,6 +363,8 @@ ROWS = [
             int8_stsb_change("minilm-en"),
         ],
     ),
+    int8_amx_row("e5-small-m"),
+    int8_amx_row("minilm-en"),
     Row(
         "int8 ONNX",
         [

@@ -221,9 +221,11 @@ def test_host_kind_and_the_measured_or_pending_choice():
     assert host_kind(["avx2", "avx_vnni"]) == "avx_vnni"
     assert host_kind(["avx2", "avx512_vnni", "amx_tile", "amx_int8"]) == "amx"
     assert host_kind(None) == host_kind([]) == "other"
-    for flags in (["avx512_vnni"], ["amx_int8"], None):
+    for flags in (["avx512_vnni"], ["avx_vnni"], None):
         choice = choose_int8(flags or [])
         assert choice["variant"] == "int8-dynamic" and "until the other paths are measured" in choice["why"]
+    choice = choose_int8(["avx512_vnni", "amx_int8"])  # measured on an AMX host: dynamic beat static
+    assert choice["variant"] == "int8-dynamic" and choice["why"].startswith("faster of onnxruntime's two")
     choice = choose_int8(["avx2", "fma"])  # measured: the dynamic path won on an idle AVX2 host
     assert choice["variant"] == "int8-dynamic" and choice["why"].startswith(
         "fastest int8 path on an idle AVX2"

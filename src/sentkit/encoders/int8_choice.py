@@ -8,8 +8,9 @@ name (`@int8-dynamic`, `@int8-static`, `@openvino-int8`). The choice is recorded
 `runtime_info`, which evaluation writes into the results file.
 
 Every host kind maps to onnxruntime dynamic int8. On AVX2 hosts that is a measurement: of the four int8
-paths it was the fastest at no quality cost (`MEASURED`, docs/performance.md). On the other kinds it is the
-default until `bench/int8_speed.py` on an idle host of that kind says otherwise.
+paths it was the fastest at no quality cost. On an AMX host it was the faster of onnxruntime's two int8 paths
+(OpenVINO was not installed there). Both are listed in `MEASURED` (docs/performance.md). On the other kinds
+it is the default until `bench/int8_speed.py` on an idle host of that kind says otherwise.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ INT8_PATH: dict[str, str] = {kind: "int8-dynamic" for kind, _ in HOST_KINDS}
 MEASURED: dict[str, str] = {
     "avx2": "fastest int8 path on an idle AVX2 host, at no quality cost (int8_speed_openvino_avx2.json: "
     "e5-small-m 244 / 223 / 126 sent/s for dynamic / static / OpenVINO int8, MiniLM 663 / 659 / 271)",
+    "amx": "faster of onnxruntime's two int8 paths on an AMX host, at no quality cost; OpenVINO int8 not measured "
+    "there (int8_speed_amx_e5.json, int8_speed_amx_minilm.json: e5-small-m 505 / 433 sent/s for dynamic / "
+    "static int8, MiniLM 1065 / 991)",
 }
 PENDING = "onnxruntime dynamic int8 until the other paths are measured on an idle host of this kind"
 NEEDS = {"openvino-int8": ("openvino", "nncf")}  # variants that need an optional package
