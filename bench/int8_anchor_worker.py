@@ -11,7 +11,8 @@ stderr), so the parent can time both sides in turns while only one of them compu
     {"cmd": "prepare", "model_dir": D, "work_dir": W, "quantization": "avx2"}   ONNX + dynamic int8 files
     {"cmd": "prepare_openvino", "model_dir": D, "work_dir": W, "calibration": PATH.json}
                                             OpenVINO IR + static int8 (NNCF) as the sentence-transformers docs do
-    {"cmd": "load", "name": N, "model_dir": D, "backend": "torch"|"onnx"|"openvino", "file_name": F}
+    {"cmd": "load", "name": N, "model_dir": D, "backend": "torch"|"onnx"|"openvino", "file_name": F,
+     "dtype": "bfloat16" (optional: a torch backend's weights cast after loading)}
     {"cmd": "encode", "name": N, "sentences": PATH.json, "out": PATH.npy, "batch_size": 64}
 """
 
@@ -109,7 +110,16 @@ def prepare_openvino(model_dir: str, work_dir: str, calibration: str) -> dict:
     return {"openvino_files": files, "fp32_file": fp32, "int8_file": int8, "calibration_samples": samples}
 
 
-def load(name: str, model_dir: str, backend: str, file_name: str | None, threads: int, models: dict) -> dict:
+def load(
+    name: str,
+    model_dir: str,
+    backend: str,
+    file_name: str | None,
+    threads: int,
+    models: dict,
+    dtype: str | None = None,
+) -> dict:
+    """Load a model for `encode`; `dtype` ("bfloat16") casts a torch backend's weights after loading."""
     from sentence_transformers import SentenceTransformer
 
     kwargs = {}
@@ -123,6 +133,10 @@ def load(name: str, model_dir: str, backend: str, file_name: str | None, threads
     elif backend == "openvino":  # one stream on the same thread count (optimum-intel's default hint: latency)
         kwargs = {"file_name": file_name, "ov_config": {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1}}
     models[name] = SentenceTransformer(model_dir, backend=backend, device="cpu", model_kwargs=kwargs)
+    if dtype is not None:
+        import torch
+
+        models[name] = models[name].to(getattr(torch, dtype))
     return {"max_seq_length": models[name].max_seq_length, "prompt": models[name].default_prompt_name}
 
 

@@ -7,7 +7,9 @@ For each model (minilm-en, e5-small-m), on the STS-B test sentences (1379 pairs 
   anchor: sentence-transformers 5.x with its torch, ONNX, ONNX dynamic-int8
   (`export_dynamic_quantized_onnx_model`), OpenVINO and OpenVINO static-int8
   (`export_static_quantized_openvino_model`) backends. Every ratio is given against the fastest anchor
-  backend of the run (and against the ONNX dynamic int8 one, as before).
+  backend of the run (and against the ONNX dynamic int8 one, as before). Where the CPU multiplies bfloat16
+  natively (avx512_bf16, amx_bf16; `--bf16 on|off` overrides), sentkit's and sentence-transformers' torch
+  backends are also timed with their weights cast to bfloat16 (`sentkit eval --precision bf16`).
 sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<5, so the anchor runs in its
 own virtualenv; its OpenVINO backend needs optimum-intel, whose optimum conflicts with optimum-onnx's, so the
 OpenVINO anchor runs in a second one. Each side is a worker process (bench/int8_anchor_worker.py) that
@@ -15,7 +17,7 @@ answers one request at a time: the two sides are timed in turns (interleaved, al
 package versions are recorded in the JSON.
 
 Quality: STS-B Spearman of every runner (sentkit's stsb task on the timed vectors); for e5 also STS17 mean
-and Tatoeba deu for sentkit torch fp32, sentkit int8 and the anchor's int8. The fp32 ceiling: torch GEMM
+and Tatoeba deu for sentkit torch fp32, sentkit's int8 and bf16 runners and the anchor's. The fp32 ceiling: torch GEMM
 GFLOP/s measured here at the model's shapes, divided by the model's FLOPs per sentence from the real token
 counts, gives the sentences/s a GEMM-bound fp32 encoder could reach; our fp32 runners print their fraction.
 That probe is a burst (best of 20 short calls on one hot weight); a second, sustained ceiling replays the
@@ -97,6 +99,7 @@ ANCHOR_OPENVINO_PINS = (
 )
 ANCHOR_OPENVINO_DROP = ("torchvision",)
 INT8_RUNNER_WORDS = ("int8",)  # a runner whose label holds one of these uses int8 weight GEMMs
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # CPUs that multiply bfloat16 natively (elsewhere it is emulated)
 GOALS = {"int8_speed_vs_anchor_int8": 1.3, "int8_max_loss_points": 0.5, "fp32_fraction_of_ceiling": 0.85}
 
 
@@ -206,8 +209,18 @@ def flops_split(token_counts: np.ndarray, layers: int, hidden: int, intermediate
 
 
 def arithmetic_of(runner: str) -> str:
-    """The arithmetic of a runner's weight GEMMs, from its label: int8 or fp32."""
-    return "int8" if any(word in runner for word in INT8_RUNNER_WORDS) else "fp32"
+    """The arithmetic of a runner's weight GEMMs, from its label: int8, bf16 or fp32."""
+    if any(word in runner for word in INT8_RUNNER_WORDS):
+        return "int8"
+    return "bf16" if "bf16" in runner else "fp32"
+
+
+def wants_bf16(mode: str, flags: list[str]) -> bool:
+    """Whether the bf16 torch runners (sentkit's and sentence-transformers') are timed: `mode` "on", "off",
+    or "auto" (only where the CPU multiplies bfloat16 natively)."""
+    if mode == "auto":
+        return any(flag in flags for flag in BF16_FLAGS)
+    return mode == "on"
 
 
 def gemm_gflops(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> dict[str, float]:
@@ -434,6 +447,12 @@ def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: P
     exports = sentkit_exports(name, args.threads, skipped)
     int8 = exports["sentkit int8"]
     runners = {"sentkit torch fp32": sentkit_runner(torch_encoder, args.batch_size)}
+    bf16 = wants_bf16(args.bf16, cpu_info()["flags"] or [])
+    if bf16:  # `sentkit eval --precision bf16`: the same torch model, its weights cast to bfloat16
+        from sentkit.corpus.engine_local import cast_encoder
+
+        bf16_encoder = cast_encoder(load_encoder(name).eval(), "bf16", "cpu")
+        runners["sentkit torch bf16"] = sentkit_runner(bf16_encoder, args.batch_size)
     runners.update({label: sentkit_runner(encoder, args.batch_size) for label, encoder in exports.items()})
     alternatives = [a for a in args.alternatives.split(",") if a]
     if "ort-fused" in alternatives:  # onnxruntime's offline BERT fusion (QAttention) before quantizing
@@ -469,6 +488,14 @@ def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: P
             worker.ask("load", name=label, model_dir=folder, backend=backend, file_name=file_name)
             anchor[label] = AnchorEncoder(worker, label, scratch)
             runners[label] = anchor_runner(anchor[label], args.batch_size)
+    torch_worker = worker if worker is not None else workers.get("openvino")
+    if bf16 and torch_worker is not None:  # sentence-transformers' torch backend, cast the same way
+        label = "st torch bf16"
+        torch_worker.ask(
+            "load", name=label, model_dir=model_dir, backend="torch", file_name=None, dtype="bfloat16"
+        )
+        anchor[label] = AnchorEncoder(torch_worker, label, scratch)
+        runners[label] = anchor_runner(anchor[label], args.batch_size)
     prepared_openvino = None
     ov_worker = workers.get("openvino")
     if ov_worker is not None:
@@ -531,8 +558,10 @@ def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: P
 
     if name == "e5-small-m" and not args.no_extra_quality:
         extra = {"sentkit torch fp32": torch_encoder}
+        if bf16:
+            extra["sentkit torch bf16"] = bf16_encoder
         extra.update({label: e for label, e in exports.items() if "int8" in label})
-        extra.update({label: e for label, e in anchor.items() if "int8" in label})
+        extra.update({label: e for label, e in anchor.items() if "int8" in label or "bf16" in label})
         tasks = {
             "sts17": get_task("sts17", data_root=args.data_root, batch_size=args.batch_size),
             "tatoeba-deu": get_task(
@@ -709,6 +738,13 @@ def main(argv: list[str] | None = None) -> dict:
         help="export_dynamic_quantized_onnx_model config (default: avx512_vnni if the CPU has it, else avx2)",
     )
     parser.add_argument("--no-extra-quality", action="store_true", help="skip e5's STS17 and Tatoeba deu")
+    parser.add_argument(
+        "--bf16",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="time sentkit's and sentence-transformers' torch backends in bfloat16 too (auto: where the CPU "
+        "has avx512_bf16 or amx_bf16; elsewhere bfloat16 is emulated and slow)",
+    )
     parser.add_argument(
         "--alternatives",
         default="",

@@ -214,13 +214,15 @@ def test_int8_bench_ceilings_per_arithmetic_and_ratios_to_the_fastest_anchor():
     ]
     assert ceilings.best_rate(probes, ("int8_torch", "int8_onnxruntime")) == 5.0
     assert ceilings.best_rate(probes, ("bf16_torch",)) is None
-    assert [
-        bench.arithmetic_of(r) for r in ("sentkit int8-static", "st openvino-int8", "sentkit openvino fp32")
-    ] == [
-        "int8",
-        "int8",
-        "fp32",
+    labels = ("sentkit int8-static", "st openvino-int8", "sentkit openvino fp32", "st torch bf16")
+    assert [bench.arithmetic_of(r) for r in labels] == ["int8", "int8", "fp32", "bf16"]
+    # bf16 runners: automatic only where the CPU multiplies bfloat16 natively
+    assert [bench.wants_bf16("auto", f) for f in (["avx2", "fma"], ["avx512_bf16"], ["amx_bf16"])] == [
+        False,
+        True,
+        True,
     ]
+    assert bench.wants_bf16("on", ["avx2"]) and not bench.wants_bf16("off", ["amx_bf16"])
     timings = {
         "sentkit int8": {"best_sent_per_s": 300.0, "median_sent_per_s": 240.0},
         "st onnx-int8": {"best_sent_per_s": 150.0, "median_sent_per_s": 100.0},
