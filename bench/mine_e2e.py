@@ -7,7 +7,9 @@ and construction: bench/mine_real_sets.py), writes its two sides as shard folder
 /usr/bin/time: the wall seconds and the child's peak resident memory are the command's own, start-up,
 shard reading, both k-NN directions, margins, retrieval, the recall check and the TSV included. From the
 TSV it computes precision, recall and F1 against the planted pairs at the best threshold (and at
-`--threshold` when given), and it reads the recall@k that `mine` measured from the sidecar.
+`--threshold` when given), and it reads the recall@k that `mine` measured from the sidecar. Just before and
+after the command it records bench/host_speed.py's probe (a float32 product, an exact and a fast-scan PQ
+search on fixed seeded vectors), so a run can be compared with one made on another day by what the host did.
 
     python bench/mine_e2e.py --model e5-small-m@int8 --half B --n 1000000 [--index auto] [--mine-arg=--nprobe=64]
     python bench/mine_e2e.py --small      # a tiny synthetic cache: the script runs
@@ -31,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
+from host_speed import host_speed  # noqa: E402
 from mine_real import cache_folder, model_vectors  # noqa: E402
 from mine_real_sets import CONSTRUCTIONS, halves, real_rows, real_statistics, realistic_set  # noqa: E402
 
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None) -> dict:
             args.shard_size,
         )
         del x, y
+        # the host's speed on mining's kernels just before and after, to compare runs made on other days
+        probe = (lambda: host_speed(rows=5_000, queries=100, repeats=1)) if args.small else host_speed
+        speed_before = probe()
         pairs = work / "pairs.tsv"
         command = [
             str(Path(sys.executable).parent / "sentkit"), "mine", "--src", str(work / "x"), "--tgt", str(work / "y"),
@@ -159,6 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
         if run.returncode:
             raise SystemExit(f"sentkit mine exited with {run.returncode}")
         wall, peak_kb = timing.read_text().split()[-2:]
+        speed_after = probe()
         sidecar = json.loads(Path(f"{pairs}.json").read_text(encoding="utf-8"))
         score, src, tgt = read_mined(pairs)
     finally:
@@ -179,6 +186,7 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "planted_pairs": scored(score, src, tgt, gold, args.threshold),
         "build_set_s": round(built_s, 1),
+        "host_speed": {"before": speed_before, "after": speed_after},
         "cpu_flags": cpu_flags(),
         "load_average": os.getloadavg(),
         **provenance(),

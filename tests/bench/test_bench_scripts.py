@@ -355,6 +355,8 @@ def test_mine_e2e_runs_the_mine_command_on_shard_folders_and_scores_its_tsv(tmp_
     mine = result["mine"]
     assert mine["wall_s"] > 0 and mine["peak_rss_mib"] > 50
     assert mine["sidecar"]["index"]["forward"]["index"] == "flat"  # 3,000 x 3,000: auto searches exactly
+    probe = result["host_speed"]["before"]  # the host's speed beside the run, to compare days
+    assert probe["sgemm_gflops"] > 0 and 0 < probe["pq_fastscan_search_s"] and probe["sizes"]["rows"] == 5000
     # the TSV's rows are the set's rows: every mined pair is read back with its score
     score, src, tgt = bench.read_mined(tmp_path / "work" / "pairs.tsv")
     assert len(score) == planted["pairs"] and src.max() < 3000 and tgt.max() < 3000
