@@ -26,7 +26,7 @@ LAYER = {
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def _best_seconds(fn, repeats: int) -> float:
+def best_seconds(fn, repeats: int) -> float:
     fn()  # warm-up
     best = float("inf")
     for _ in range(repeats):
@@ -56,7 +56,7 @@ def int8_torch(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> 
     def time_shape(rows, k, n, repeats):
         a = torch.randint(-128, 128, (rows, k), dtype=torch.int8)
         b = torch.randint(-128, 128, (k, n), dtype=torch.int8)
-        return _best_seconds(lambda: torch._int_mm(a, b), repeats)
+        return best_seconds(lambda: torch._int_mm(a, b), repeats)
 
     return _layer_mix(rows, {"hidden": hidden, "intermediate": intermediate}, time_shape, repeats)
 
@@ -85,7 +85,7 @@ def int8_onnxruntime(
         options.inter_op_num_threads = 1
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         feed = {"A": np.random.default_rng(1).integers(0, 256, (rows, k), dtype=np.uint8)}
-        return _best_seconds(lambda: session.run(None, feed), repeats)
+        return best_seconds(lambda: session.run(None, feed), repeats)
 
     return _layer_mix(rows, {"hidden": hidden, "intermediate": intermediate}, time_shape, repeats)
 
@@ -96,7 +96,7 @@ def bf16_torch(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> 
     def time_shape(rows, k, n, repeats):
         x = torch.randn(rows, k).bfloat16()
         w = torch.randn(n, k).bfloat16()
-        return _best_seconds(lambda: torch.nn.functional.linear(x, w), repeats)
+        return best_seconds(lambda: torch.nn.functional.linear(x, w), repeats)
 
     return _layer_mix(rows, {"hidden": hidden, "intermediate": intermediate}, time_shape, repeats)
 

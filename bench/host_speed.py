@@ -4,7 +4,7 @@ compared by what the machine did, not only by their wall time.
 
 Three timings on seeded random vectors (the same bytes on every host): a float32 matrix product (numpy),
 an exact inner-product search (FAISS IndexFlatIP) and a fast-scan PQ search (FAISS `PQ<m>x4fs`, the
-codes `sentkit mine`'s IVF-PQ index scans). Each is the best of `repeats` calls.
+codes `sentkit mine`'s IVF-PQ index scans). Each is the best of `repeats` calls after one warm-up.
 
     python bench/host_speed.py        # prints the probe as JSON
 """
@@ -12,18 +12,13 @@ codes `sentkit mine`'s IVF-PQ index scans). Each is the best of `repeats` calls.
 from __future__ import annotations
 
 import json
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 
-
-def _best(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemm_ceilings import best_seconds  # noqa: E402
 
 
 def host_speed(
@@ -40,17 +35,17 @@ def host_speed(
     )
     a = rng.standard_normal((4096, dim), dtype=np.float32)
     b = rng.standard_normal((dim, 4096), dtype=np.float32)
-    sgemm_s = _best(lambda: a @ b, repeats)
+    sgemm_s = best_seconds(lambda: a @ b, repeats)
 
     flat = faiss.IndexFlatIP(dim)
     flat.add(base)
-    flat_s = _best(lambda: flat.search(query, k), repeats)
+    flat_s = best_seconds(lambda: flat.search(query, k), repeats)
 
     m = dim // 2 if dim % 2 == 0 else dim
     pq = faiss.index_factory(dim, f"PQ{m}x4fs", faiss.METRIC_INNER_PRODUCT)
     pq.train(base[: min(rows, 20_000)])
     pq.add(base)
-    pq_s = _best(lambda: pq.search(query, k), repeats)
+    pq_s = best_seconds(lambda: pq.search(query, k), repeats)
     return {
         "sgemm_gflops": round(2 * 4096 * dim * 4096 / sgemm_s / 1e9, 1),
         "flat_search_s": round(flat_s, 4),

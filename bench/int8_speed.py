@@ -57,7 +57,7 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import speed_rows, write_result  # noqa: E402
 from encode_speed import load_average, stsb_test_sentences  # noqa: E402
-from gemm_ceilings import best_rate, ceiling_sent_per_s, probe_all  # noqa: E402
+from gemm_ceilings import BF16_FLAGS, best_rate, ceiling_sent_per_s, probe_all  # noqa: E402
 
 from sentkit.provenance import cpu_info, machine_info, package_versions  # noqa: E402
 
@@ -99,7 +99,6 @@ ANCHOR_OPENVINO_PINS = (
 )
 ANCHOR_OPENVINO_DROP = ("torchvision",)
 INT8_RUNNER_WORDS = ("int8",)  # a runner whose label holds one of these uses int8 weight GEMMs
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # CPUs that multiply bfloat16 natively (elsewhere it is emulated)
 GOALS = {"int8_speed_vs_anchor_int8": 1.3, "int8_max_loss_points": 0.5, "fp32_fraction_of_ceiling": 0.85}
 
 
