@@ -446,7 +446,8 @@ def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: P
     exports = sentkit_exports(name, args.threads, skipped)
     int8 = exports["sentkit int8"]
     runners = {"sentkit torch fp32": sentkit_runner(torch_encoder, args.batch_size)}
-    bf16 = wants_bf16(args.bf16, cpu_info()["flags"] or [])
+    flags = cpu_info()["flags"] or []
+    bf16 = wants_bf16(args.bf16, flags)
     if bf16:  # `sentkit eval --precision bf16`: the same torch model, its weights cast to bfloat16
         from sentkit.corpus.engine_local import cast_encoder
 
@@ -529,7 +530,6 @@ def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: P
     flops = flops_per_sentence(tokens, **shapes)
     rows = args.batch_size * int(round(tokens.mean()))
     probes = [gemm_gflops(rows, shapes["hidden"], shapes["intermediate"])]
-    flags = cpu_info()["flags"] or []
     other_probes = [probe_all(rows, shapes["hidden"], shapes["intermediate"], args.threads, flags)]
     replay_rows = batch_rows_of(torch_encoder, sentences, args.batch_size)
     replays: list[float] = []
