@@ -53,14 +53,18 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--nprobe", default="16,32,64,128")
     ap.add_argument("--refine", default="16,32,64")
     ap.add_argument("--direction", choices=("forward", "backward"), default="forward")
+    ap.add_argument(
+        "--pq-m", default="", help="sub-quantizers to compare, e.g. 192,96 (default: the preset's)"
+    )
+    ap.add_argument(
+        "--nlist", default="", help="inverted lists to compare, e.g. 2048,4096 (default: the preset's)"
+    )
     ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     if args.small:
         args.n = 3000
     began = time.perf_counter()
-    import faiss
-
     x, y, gold, info = build(args)
     built_s = time.perf_counter() - began
     if args.direction == "backward":  # target queries over the source side; a target's partner is its source
@@ -69,10 +73,6 @@ def main(argv: list[str] | None = None) -> dict:
         x, y = y, x
     else:
         partner = gold
-    factory = fastscan_factory(len(y), y.shape[1], IndexConfig())
-    index, _, sample, build_s = built_index(
-        UnitRows(y), factory, seed=args.seed
-    )  # as `sentkit mine` builds it
     rng = np.random.default_rng([args.seed, 7])
     rows = np.sort(rng.choice(len(x), size=args.queries, replace=False))
     q = x[rows]
@@ -82,13 +82,43 @@ def main(argv: list[str] | None = None) -> dict:
     pq, p_key = x[p_rows], partner[p_rows]
     _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
     in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
+    grid, indexes = [], []
+    for nlist in _ints(args.nlist) or [None]:
+        for pq_m in _ints(args.pq_m) or [None]:
+            factory = fastscan_factory(len(y), y.shape[1], IndexConfig(nlist=nlist, pq_m=pq_m))
+            index, _, sample, build_s = built_index(
+                UnitRows(y), factory, seed=args.seed
+            )  # as `sentkit mine` builds it
+            indexes.append({"factory": factory, "train_rows": sample, **build_s})
+            print(indexes[-1], flush=True)
+            grid += _cells(args, factory, index, q, y, exact_s, pq, p_key, in_exact, len(x))
+            del index
+    result = {
+        "what": "ivf-fastscan recall@k, search time and where planted partners are lost, at each (nprobe, "
+        "refine), one index, sampled queries",
+        "partner_in_exact_topk": round(float(in_exact.mean()), 4),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "set": info,
+        "indexes": indexes,
+        "build_set_s": round(built_s, 1),
+        "grid": grid,
+        "cpu_flags": cpu_flags(),
+        **provenance(),
+    }
+    return write_result(args.out, result)
+
+
+def _cells(args, factory, index, q, y, exact_s, pq, p_key, in_exact, n_queries: int) -> list[dict]:
+    """Every (nprobe, refine) cell of one built index: recall@k, seconds and where planted partners go."""
+    import faiss
+
     ivf = faiss.extract_index_ivf(index)  # its coarse quantizer assigns rows to inverted lists
     p_list = ivf.quantizer.search(np.ascontiguousarray(y[p_key]), 1)[1][:, 0]  # the partner's inverted list
     grid = []
-    for probe in (int(p) for p in args.nprobe.split(",")):
+    for probe in _ints(args.nprobe):
         probed = ivf.quantizer.search(np.ascontiguousarray(pq), probe)[1]
         in_probed = (probed == p_list[:, None]).any(axis=1)
-        for refine in (int(r) for r in args.refine.split(",")):
+        for refine in _ints(args.refine):
             fetch = refine * args.k
             search_params(index, factory, probe, None, fetch)
             start = time.perf_counter()
@@ -100,12 +130,13 @@ def main(argv: list[str] | None = None) -> dict:
             p_cand = index.search(pq, fetch)[1]
             _, p_found = rescored_topk(pq, p_cand, args.k, lambda c: y[np.maximum(c, 0)])
             cell = {
+                "factory": factory,
                 "nprobe": probe,
                 "refine": refine,
                 "recall_at_k": round(found_share(sims, found, exact_s[:, -1]), 4),
                 "scan_s_per_1k_queries": round(scan_s / len(q) * 1000, 3),
                 "search_s_per_1k_queries": round(total_s / len(q) * 1000, 3),
-                "one_direction_s_estimate": round(total_s / len(q) * len(x), 1),
+                "one_direction_s_estimate": round(total_s / len(q) * n_queries, 1),
                 # of the planted queries whose exact top k holds the partner: where the index keeps it
                 "partner_queries": int(in_exact.sum()),
                 "partner_list_probed": _share(in_probed, in_exact),
@@ -114,21 +145,11 @@ def main(argv: list[str] | None = None) -> dict:
             }
             grid.append(cell)
             print(cell, flush=True)
-    result = {
-        "what": "ivf-fastscan recall@k, search time and where planted partners are lost, at each (nprobe, "
-        "refine), one index, sampled queries",
-        "partner_in_exact_topk": round(float(in_exact.mean()), 4),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "set": info,
-        "factory": factory,
-        "train_rows": sample,
-        "build_set_s": round(built_s, 1),
-        **build_s,
-        "grid": grid,
-        "cpu_flags": cpu_flags(),
-        **provenance(),
-    }
-    return write_result(args.out, result)
+    return grid
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v.strip()]
 
 
 def _share(hit: np.ndarray, among: np.ndarray) -> float | None:

@@ -362,11 +362,33 @@ def test_mine_e2e_runs_the_mine_command_on_shard_folders_and_scores_its_tsv(tmp_
     assert len(score) == planted["pairs"] and src.max() < 3000 and tgt.max() < 3000
 
 
+def test_list_layouts_count_codes_scanned_and_lists_probed(tmp_path):
+    bench = _bench("mine_lists")
+    argv = ["--small", "--nlist", "40,76", "--spill", "0,1", "--shares", "54,108,216", "--queries", "400"]
+    result = bench.main([*argv, "--out", str(tmp_path / "lists.json")])
+    assert [r["nlist"] for r in result["layouts"]] == [40, 76] and result["partner_queries"] > 100
+    cells = {(c["nlist"], c["spill_lambda"], c["nprobe"]): c for c in result["cells"]}
+    assert set(cells) == {(40, lam, p) for lam in (None, 0.0, 1.0) for p in (1, 2, 4)} | {
+        (76, None, p) for p in (2, 4, 8)
+    }
+    plain, spill = cells[40, None, 2], cells[40, 0.0, 2]
+    # every key in two lists: the probed lists hold about twice the codes, and more neighbours are reached
+    assert 1.6 < spill["codes_scanned_per_query"] / plain["codes_scanned_per_query"] < 2.4
+    assert spill["neighbour_list_probed"] > plain["neighbour_list_probed"]
+    # probing every list reaches every neighbour
+    assert cells[40, None, 4]["codes_scanned_per_query"] < 3000
+    every = bench.main(["--small", "--nlist", "40", "--shares", "2048", "--out", str(tmp_path / "all.json")])
+    (top,) = every["cells"]
+    assert top["nprobe"] == 40
+    assert top["codes_scanned_per_query"] == 3000 and top["neighbour_list_probed"] == 1.0
+    assert top["partner_list_probed"] == 1.0
+
+
 def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
     bench = _bench("mine_fastscan_grid")
     argv = ["--small", "--nprobe", "1,4,32", "--refine", "1,16", "--queries", "400"]
     result = bench.main([*argv, "--out", str(tmp_path / "grid.json")])
-    assert result["factory"] == "IVF76,PQ16x4fs"  # the preset at 3,000 x 32 dims: 39 training rows a list
+    assert [i["factory"] for i in result["indexes"]] == ["IVF76,PQ16x4fs"]  # the preset at 3,000 x 32 dims
     recall = {(c["nprobe"], c["refine"]): c["recall_at_k"] for c in result["grid"]}
     assert len(recall) == 6 and all(0 <= r <= 1 for r in recall.values())
     assert recall[1, 16] <= recall[4, 16] <= recall[32, 16]  # more lists probed, never fewer found
@@ -380,3 +402,9 @@ def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
         assert c["partner_queries"] > 100
         assert c["partner_in_topk"] <= c["partner_fetched"] <= c["partner_list_probed"]
     assert cells[1, 16]["partner_list_probed"] < cells[32, 16]["partner_list_probed"]
+    # other code sizes and list counts, one index each, over the same queries
+    sizes = bench.main([*argv, "--pq-m", "16,8", "--nlist", "40", "--out", str(tmp_path / "sizes.json")])
+    assert [i["factory"] for i in sizes["indexes"]] == ["IVF40,PQ16x4fs", "IVF40,PQ8x4fs"]
+    by = {(c["factory"], c["nprobe"], c["refine"]): c["recall_at_k"] for c in sizes["grid"]}
+    assert len(by) == 12
+    assert by["IVF40,PQ8x4fs", 32, 1] < by["IVF40,PQ16x4fs", 32, 1]  # coarser codes rank worse unrefined

@@ -1,0 +1,179 @@
+"""Inverted-list layouts compared by what a query scans: list count, and a second list per key (spilling).
+
+An IVF search costs about the number of codes it scans; it keeps a neighbour only if the neighbour's list is
+among those probed (bench/mine_fastscan_grid.py: 4-bit codes and 64 x k re-scored candidates never lose a
+planted partner whose list was probed). So two layouts can be compared without building their indexes:
+train the coarse quantizer as `sentkit mine` does, assign every key to its list, and for sampled queries
+count the codes in the lists probed, the share of exact top-k neighbours whose list was probed, and the same
+share for planted partners.
+
+Layouts:
+- `--nlist`: list counts (the preset's is about 2 sqrt(n): 2048 at 1M); nprobe is scaled with the count, so
+  each column probes the same share of the lists;
+- `--spill`: for the first list count, each key also goes to a second list, chosen as SOAR does for inner
+  products (Sun et al., 2023): the list c minimising ||y - c||^2 + lambda <r, y - c>^2 / ||r||^2, with
+  r = y - c1 the residual to its own list. lambda 0 is the second-nearest list. The index then holds every
+  key twice, so its lists are longer; compare rows by codes scanned.
+
+    python bench/mine_lists.py --half A --n 1000000 --nlist 1024,2048,4096 --spill 0,1,2
+    python bench/mine_lists.py --small      # a tiny synthetic cache: the script runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import provenance, write_result  # noqa: E402
+from mine_e2e import add_set_args, build  # noqa: E402
+
+from sentkit.mining.approximate import train_size  # noqa: E402
+from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
+from sentkit.mining.gemm import cpu_flags  # noqa: E402
+from sentkit.mining.search import fastscan_nlist  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out" / "mine_lists.json"
+SHARES = "8,16,24,32,48,64"  # lists probed per 2048 lists: the preset's tuning starts at 8 and reached 32
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_set_args(ap, half="A")
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--nlist", default="", help="list counts, e.g. 1024,2048,4096 (default: the preset's)")
+    ap.add_argument("--spill", default="", help="spill lambdas for the first list count, e.g. 0,1,2")
+    ap.add_argument("--shares", default=SHARES, help="lists probed per 2048 lists (scaled to each count)")
+    ap.add_argument("--direction", choices=("forward", "backward"), default="backward")
+    ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    if args.small:
+        args.n = 3000
+    began = time.perf_counter()
+    x, y, gold, info = build(args)
+    built_s = time.perf_counter() - began
+    if args.direction == "backward":  # target queries over the source side; a target's partner is its source
+        partner = np.full(len(y), -1, dtype=np.int64)
+        partner[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+        x, y = y, x
+    else:
+        partner = gold
+    x, y = np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.float32)
+    rng = np.random.default_rng([args.seed, 7])
+    q = x[np.sort(rng.choice(len(x), size=min(args.queries, len(x)), replace=False))]
+    _, nn, _ = exact_search(UnitRows(q), UnitRows(y), args.k, "float32")  # (nq, k) exact neighbours
+    planted = np.flatnonzero(partner >= 0)
+    p_rows = np.sort(rng.choice(planted, size=min(args.queries, len(planted)), replace=False))
+    pq, p_key = x[p_rows], partner[p_rows]
+    _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
+    in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
+    counts = [int(v) for v in args.nlist.split(",") if v.strip()] or [fastscan_nlist(len(y))]
+    spills = [float(v) for v in args.spill.split(",") if v.strip()]
+    layouts, cells = [], []
+    for i, nlist in enumerate(counts):
+        centroids, own, layout = trained_lists(y, nlist, args.seed)
+        layouts.append(layout)
+        print(layout, flush=True)
+        for lam in [None] + (spills if i == 0 else []):
+            second = None if lam is None else spilled(y, centroids, own, lam)
+            shares = (int(v) for v in args.shares.split(","))
+            for probe in sorted({min(nlist, max(1, share * nlist // 2048)) for share in shares}):
+                cell = {"nlist": nlist, "spill_lambda": lam, "nprobe": probe}
+                cell |= scanned(centroids, own, second, q, nn, pq, p_key, in_exact, probe)
+                cells.append(cell)
+                print(cell, flush=True)
+    result = {
+        "what": "IVF layouts by codes scanned per query against the share of exact neighbours and of planted "
+        "partners whose inverted list is probed (quantizer only, no codes)",
+        "partner_in_exact_topk": round(float(in_exact.mean()), 4),
+        "partner_queries": int(in_exact.sum()),
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "set": info,
+        "build_set_s": round(built_s, 1),
+        "layouts": layouts,
+        "cells": cells,
+        "cpu_flags": cpu_flags(),
+        **provenance(),
+    }
+    return write_result(args.out, result)
+
+
+def trained_lists(y: np.ndarray, nlist: int, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(centroids (nlist, d), each key's list (n,), record): the coarse quantizer of `IVF<nlist>` trained
+    on the sample `sentkit mine` draws (inner product, FAISS's k-means), and every key assigned to it."""
+    import faiss
+
+    factory = f"IVF{nlist},Flat"  # the same first level as the preset's IVF<nlist>,PQ<m>x4fs
+    index = faiss.index_factory(y.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    rows = train_size(len(y), factory)
+    sample = np.sort(np.random.default_rng(seed).choice(len(y), size=rows, replace=False))
+    start = time.perf_counter()
+    index.train(y[sample])
+    train_s = time.perf_counter() - start
+    quantizer = faiss.extract_index_ivf(index).quantizer
+    centroids = quantizer.reconstruct_n(0, nlist)
+    own = quantizer.search(y, 1)[1][:, 0]
+    sizes = np.bincount(own, minlength=nlist)
+    # what a query drawn like the keys scans per list probed, over the mean list: sum n_i^2 * nlist / n^2
+    imbalance = float((sizes.astype(np.float64) ** 2).sum() * nlist / len(y) ** 2)
+    record = {
+        "nlist": nlist,
+        "train_rows": rows,
+        "train_s": round(train_s, 1),
+        "imbalance": round(imbalance, 2),
+    }
+    return centroids, own, record
+
+
+def spilled(y: np.ndarray, centroids: np.ndarray, own: np.ndarray, lam: float, block: int = 50_000):
+    """Each key's second list: argmin over c != c1 of ||y - c||^2 + lam <r, y - c>^2 / ||r||^2, r = y - c1."""
+    norms = (centroids * centroids).sum(axis=1)  # (nlist,)
+    out = np.empty(len(y), dtype=np.int64)
+    for start in range(0, len(y), block):
+        rows = y[start : start + block]
+        mine = own[start : start + block]
+        r = rows - centroids[mine]  # (b, d)
+        r2 = (r * r).sum(axis=1, keepdims=True) + 1e-12
+        ip = rows @ centroids.T  # (b, nlist)
+        dist2 = (rows * rows).sum(axis=1, keepdims=True) - 2 * ip + norms
+        along = (r * rows).sum(axis=1, keepdims=True) - r @ centroids.T  # <r, y - c>
+        cost = dist2 + lam * along * along / r2
+        cost[np.arange(len(rows)), mine] = np.inf
+        out[start : start + block] = cost.argmin(axis=1)
+    return out
+
+
+def scanned(centroids, own, second, q, nn, pq, p_key, in_exact, probe: int) -> dict:
+    """Codes scanned per query and the shares of neighbours / partners whose list (either list) is probed."""
+    import faiss
+
+    quantizer = faiss.IndexFlatIP(centroids.shape[1])
+    quantizer.add(centroids)
+    sizes = np.bincount(own, minlength=len(centroids))
+    if second is not None:
+        sizes = sizes + np.bincount(second, minlength=len(centroids))
+    probed = quantizer.search(q, probe)[1]  # (nq, probe) the lists each query visits
+    p_probed = quantizer.search(pq, probe)[1]
+
+    def hit(keys: np.ndarray, lists: np.ndarray) -> np.ndarray:  # keys (nq, m) -> (nq, m) list probed
+        found = (lists[:, :, None] == own[keys][:, None, :]).any(axis=1)
+        if second is not None:
+            found |= (lists[:, :, None] == second[keys][:, None, :]).any(axis=1)
+        return found
+
+    partner_hit = hit(p_key[:, None], p_probed)[:, 0]
+    return {
+        "codes_scanned_per_query": round(float(sizes[probed].sum(axis=1).mean())),
+        "neighbour_list_probed": round(float(hit(nn, probed).mean()), 4),
+        "partner_list_probed": round(float(partner_hit[in_exact].mean()), 4) if in_exact.any() else None,
+    }
+
+
+if __name__ == "__main__":
+    main()
