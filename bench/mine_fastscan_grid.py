@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--nlist", default="", help="inverted lists to compare, e.g. 2048,4096 (default: the preset's)"
     )
+    ap.add_argument(
+        "--factory", default="", help="FAISS factory strings separated by ';' (instead of --pq-m / --nlist)"
+    )
     ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -83,16 +86,19 @@ def main(argv: list[str] | None = None) -> dict:
     _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
     in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
     grid, indexes = [], []
-    for nlist in _ints(args.nlist) or [None]:
-        for pq_m in _ints(args.pq_m) or [None]:
-            factory = fastscan_factory(len(y), y.shape[1], IndexConfig(nlist=nlist, pq_m=pq_m))
-            index, _, sample, build_s = built_index(
-                UnitRows(y), factory, seed=args.seed
-            )  # as `sentkit mine` builds it
-            indexes.append({"factory": factory, "train_rows": sample, **build_s})
-            print(indexes[-1], flush=True)
-            grid += _cells(args, factory, index, q, y, exact_s, pq, p_key, in_exact, len(x))
-            del index
+    factories = [f.strip() for f in args.factory.split(";") if f.strip()] or [
+        fastscan_factory(len(y), y.shape[1], IndexConfig(nlist=nlist, pq_m=pq_m))
+        for nlist in _ints(args.nlist) or [None]
+        for pq_m in _ints(args.pq_m) or [None]
+    ]
+    for factory in factories:
+        index, _, sample, build_s = built_index(
+            UnitRows(y), factory, seed=args.seed
+        )  # as `sentkit mine` does
+        indexes.append({"factory": factory, "train_rows": sample, **build_s})
+        print(indexes[-1], flush=True)
+        grid += _cells(args, factory, index, q, y, exact_s, pq, p_key, in_exact, len(x))
+        del index
     result = {
         "what": "ivf-fastscan recall@k, search time and where planted partners are lost, at each (nprobe, "
         "refine), one index, sampled queries",
@@ -116,6 +122,7 @@ def _cells(args, factory, index, q, y, exact_s, pq, p_key, in_exact, n_queries: 
     p_list = ivf.quantizer.search(np.ascontiguousarray(y[p_key]), 1)[1][:, 0]  # the partner's inverted list
     grid = []
     for probe in _ints(args.nprobe):
+        search_params(index, factory, probe, None, args.k)  # an HNSW quantizer's width, as searched below
         probed = ivf.quantizer.search(np.ascontiguousarray(pq), probe)[1]
         in_probed = (probed == p_list[:, None]).any(axis=1)
         for refine in _ints(args.refine):

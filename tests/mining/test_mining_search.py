@@ -14,7 +14,7 @@ import sentkit.mining.vectors as vectors_module
 from conftest import make_tiny_encoder
 from sentkit.cli import main
 from sentkit.errors import DataWarning, InvalidArgument
-from sentkit.mining.approximate import train_size
+from sentkit.mining.approximate import search_params, train_size
 from sentkit.mining.exact import exact_scores, exact_search, merge_topk, product_error, resolve_device
 from sentkit.mining.index_spec import (
     fastscan_nlist,
@@ -317,6 +317,24 @@ def test_preset_parameters_follow_the_key_count():
     assert train_size(300_000, "IVF1024,Flat") == 65_536
     assert train_size(10**8, "IVF65536,PQ64") == 2_000_000
     assert train_size(5000, "HNSW32") == 5000 and train_size(10**6, "IVF64,Flat", asked=1234) == 1234
+
+
+def test_hnsw_search_width_follows_what_the_graph_returns():
+    import faiss
+
+    rows = np.random.default_rng(0).standard_normal((2000, 16)).astype(np.float32)
+    # an HNSW index returns the candidates itself: its list is at least the candidates fetched
+    graph = faiss.index_factory(16, "HNSW32", faiss.METRIC_INNER_PRODUCT)
+    graph.add(rows)
+    assert search_params(graph, "HNSW32", None, None, fetch=256) == {"ef_search": 256}
+    assert faiss.downcast_index(graph).hnsw.efSearch == 256
+    # an HNSW coarse quantizer only names the lists to probe: at least nprobe, whatever is fetched
+    ivf = faiss.index_factory(16, "IVF32_HNSW32,Flat", faiss.METRIC_INNER_PRODUCT)
+    ivf.train(rows)
+    quantizer = faiss.downcast_index(faiss.extract_index_ivf(ivf).quantizer)
+    assert search_params(ivf, "IVF32_HNSW32,Flat", 8, None, fetch=256) == {"nprobe": 8, "ef_search": 128}
+    assert quantizer.hnsw.efSearch == 128 and faiss.extract_index_ivf(ivf).nprobe == 8
+    assert search_params(ivf, "IVF32_HNSW32,Flat", 8, 200, fetch=16)["ef_search"] == 200  # --ef-search
 
 
 @pytest.mark.parametrize(

@@ -244,7 +244,9 @@ def _seed(index, seed: int) -> None:
 
 
 def search_params(index, factory: str, nprobe: int | None, ef_search: int | None, fetch: int) -> dict:
-    """Set nprobe (IVF; at most the list count) and efSearch (HNSW; at least the candidates fetched)."""
+    """Set nprobe (IVF; at most the list count) and efSearch: an HNSW index's at least the candidates
+    fetched; an HNSW coarse quantizer's (IVFn_HNSWm) at least nprobe, since it only names the lists to
+    probe (the candidates come from the lists)."""
     import faiss
 
     space, params = faiss.ParameterSpace(), {}
@@ -253,10 +255,12 @@ def search_params(index, factory: str, nprobe: int | None, ef_search: int | None
         params["nprobe"] = min(nprobe or DEFAULT_NPROBE, lists)
         space.set_index_parameter(index, "nprobe", params["nprobe"])
     if uses_hnsw(factory):
-        params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, fetch)
-        # an HNSW coarse quantizer (IVFn_HNSWm) must find the nprobe nearest lists
-        name = "quantizer_efSearch" if lists else "efSearch"
-        space.set_index_parameter(index, name, max(params["ef_search"], params.get("nprobe", 0)))
+        if lists:
+            params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, params["nprobe"])
+            space.set_index_parameter(index, "quantizer_efSearch", params["ef_search"])
+        else:
+            params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, fetch)
+            space.set_index_parameter(index, "efSearch", params["ef_search"])
     return params
 
 
