@@ -75,6 +75,48 @@ class BothSides:
         return side[[int(s.split(" ", 1)[1]) for s in sentences]]
 
 
+def add_sample_args(ap: argparse.ArgumentParser, half: str, queries: int, direction: str) -> None:
+    """The set options (`add_set_args`) and those `sampled_directed` reads: k, queries, direction, --small."""
+    add_set_args(ap, half=half)
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--queries", type=int, default=queries)
+    ap.add_argument("--direction", choices=("forward", "backward"), default=direction)
+    ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
+
+
+def sampled_directed(args) -> dict:
+    """The set of `build`, oriented by `args.direction` and sampled for the index benches: `x` (query side),
+    `y` (key side), `partner` (each query row's planted key row, -1 none), and, from a seeded draw,
+    `q` (args.queries query rows) with their exact top args.k (`exact_sims`, `exact_rows`), `pq` (as many
+    rows that have a partner) with `p_key` their partners and `in_exact` whether exact search finds the
+    partner among its top k; `info` and `built_s` describe the set."""
+    from sentkit.mining.exact import UnitRows, exact_search
+
+    if args.small:
+        args.n = 3000
+    began = time.perf_counter()
+    x, y, gold, info = build(args)
+    built_s = time.perf_counter() - began
+    if args.direction == "backward":  # target queries over the source side; a target's partner is its source
+        partner = np.full(len(y), -1, dtype=np.int64)
+        partner[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+        x, y = y, x
+    else:
+        partner = gold
+    rng = np.random.default_rng([args.seed, 7])
+    q = x[np.sort(rng.choice(len(x), size=min(args.queries, len(x)), replace=False))]
+    exact_sims, exact_rows, _ = exact_search(UnitRows(q), UnitRows(y), args.k, "float32")
+    planted = np.flatnonzero(partner >= 0)
+    p_rows = np.sort(rng.choice(planted, size=min(args.queries, len(planted)), replace=False))
+    pq, p_key = x[p_rows], partner[p_rows]
+    _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
+    in_exact = (p_exact == p_key[:, None]).any(axis=1)
+    return {
+        "x": x, "y": y, "partner": partner, "q": q, "exact_sims": exact_sims, "exact_rows": exact_rows,
+        "pq": pq, "p_key": p_key, "in_exact": in_exact, "info": info, "built_s": built_s,
+    }  # fmt: skip
+
+
 def write_sides(work: Path, encoder: BothSides, shard_size: int) -> None:
     """work/x and work/y: shard folders written by `sentkit encode --shard-size`'s code."""
     for side, table in encoder.sides.items():

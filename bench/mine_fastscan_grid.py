@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
-from mine_e2e import add_set_args, build  # noqa: E402
+from mine_e2e import add_sample_args, sampled_directed  # noqa: E402
 
 from sentkit.mining.approximate import (  # noqa: E402
     built_index,
@@ -37,7 +37,7 @@ from sentkit.mining.approximate import (  # noqa: E402
     rescored_topk,
     search_params,
 )
-from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
+from sentkit.mining.exact import UnitRows  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.mining.recall import found_share  # noqa: E402
 from sentkit.mining.search import IndexConfig, fastscan_factory  # noqa: E402
@@ -47,12 +47,9 @@ OUT = Path(__file__).resolve().parent / "out" / "mine_fastscan_grid.json"
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_set_args(ap, half="A")
-    ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--queries", type=int, default=1000)
+    add_sample_args(ap, half="A", queries=1000, direction="forward")
     ap.add_argument("--nprobe", default="16,32,64,128")
     ap.add_argument("--refine", default="16,32,64")
-    ap.add_argument("--direction", choices=("forward", "backward"), default="forward")
     ap.add_argument(
         "--pq-m", default="", help="sub-quantizers to compare, e.g. 192,96 (default: the preset's)"
     )
@@ -62,29 +59,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--factory", default="", help="FAISS factory strings separated by ';' (instead of --pq-m / --nlist)"
     )
-    ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    if args.small:
-        args.n = 3000
-    began = time.perf_counter()
-    x, y, gold, info = build(args)
-    built_s = time.perf_counter() - began
-    if args.direction == "backward":  # target queries over the source side; a target's partner is its source
-        partner = np.full(len(y), -1, dtype=np.int64)
-        partner[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
-        x, y = y, x
-    else:
-        partner = gold
-    rng = np.random.default_rng([args.seed, 7])
-    rows = np.sort(rng.choice(len(x), size=args.queries, replace=False))
-    q = x[rows]
-    exact_s, _, _ = exact_search(UnitRows(q), UnitRows(y), args.k, "float32")
-    planted = np.flatnonzero(partner >= 0)
-    p_rows = np.sort(rng.choice(planted, size=min(args.queries, len(planted)), replace=False))
-    pq, p_key = x[p_rows], partner[p_rows]
-    _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
-    in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
+    d = sampled_directed(args)
+    x, y, q, exact_s, pq, p_key, in_exact = (
+        d[k] for k in ("x", "y", "q", "exact_sims", "pq", "p_key", "in_exact")
+    )
     grid, indexes = [], []
     factories = [f.strip() for f in args.factory.split(";") if f.strip()] or [
         fastscan_factory(len(y), y.shape[1], IndexConfig(nlist=nlist, pq_m=pq_m))
@@ -104,9 +84,9 @@ def main(argv: list[str] | None = None) -> dict:
         "refine), one index, sampled queries",
         "partner_in_exact_topk": round(float(in_exact.mean()), 4),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "set": info,
+        "set": d["info"],
         "indexes": indexes,
-        "build_set_s": round(built_s, 1),
+        "build_set_s": round(d["built_s"], 1),
         "grid": grid,
         "cpu_flags": cpu_flags(),
         **provenance(),

@@ -30,10 +30,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
-from mine_e2e import add_set_args, build  # noqa: E402
+from mine_e2e import add_sample_args, sampled_directed  # noqa: E402
 
 from sentkit.mining.approximate import train_size  # noqa: E402
-from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
 from sentkit.mining.gemm import cpu_flags  # noqa: E402
 from sentkit.mining.search import fastscan_nlist  # noqa: E402
 
@@ -43,36 +42,15 @@ SHARES = "8,16,24,32,48,64"  # lists probed per 2048 lists: the preset's tuning 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_set_args(ap, half="A")
-    ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--queries", type=int, default=2000)
+    add_sample_args(ap, half="A", queries=2000, direction="backward")
     ap.add_argument("--nlist", default="", help="list counts, e.g. 1024,2048,4096 (default: the preset's)")
     ap.add_argument("--spill", default="", help="spill lambdas for the first list count, e.g. 0,1,2")
     ap.add_argument("--shares", default=SHARES, help="lists probed per 2048 lists (scaled to each count)")
-    ap.add_argument("--direction", choices=("forward", "backward"), default="backward")
-    ap.add_argument("--small", action="store_true", help="a tiny synthetic cache, 3,000 rows a side")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    if args.small:
-        args.n = 3000
-    began = time.perf_counter()
-    x, y, gold, info = build(args)
-    built_s = time.perf_counter() - began
-    if args.direction == "backward":  # target queries over the source side; a target's partner is its source
-        partner = np.full(len(y), -1, dtype=np.int64)
-        partner[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
-        x, y = y, x
-    else:
-        partner = gold
-    x, y = np.ascontiguousarray(x, dtype=np.float32), np.ascontiguousarray(y, dtype=np.float32)
-    rng = np.random.default_rng([args.seed, 7])
-    q = x[np.sort(rng.choice(len(x), size=min(args.queries, len(x)), replace=False))]
-    _, nn, _ = exact_search(UnitRows(q), UnitRows(y), args.k, "float32")  # (nq, k) exact neighbours
-    planted = np.flatnonzero(partner >= 0)
-    p_rows = np.sort(rng.choice(planted, size=min(args.queries, len(planted)), replace=False))
-    pq, p_key = x[p_rows], partner[p_rows]
-    _, p_exact, _ = exact_search(UnitRows(pq), UnitRows(y), args.k, "float32")
-    in_exact = (p_exact == p_key[:, None]).any(axis=1)  # the queries whose partner exact search finds
+    d = sampled_directed(args)
+    y = np.ascontiguousarray(d["y"], dtype=np.float32)
+    q, nn, pq, p_key, in_exact = (d[k] for k in ("q", "exact_rows", "pq", "p_key", "in_exact"))
     counts = [int(v) for v in args.nlist.split(",") if v.strip()] or [fastscan_nlist(len(y))]
     spills = [float(v) for v in args.spill.split(",") if v.strip()]
     layouts, cells = [], []
@@ -94,8 +72,8 @@ def main(argv: list[str] | None = None) -> dict:
         "partner_in_exact_topk": round(float(in_exact.mean()), 4),
         "partner_queries": int(in_exact.sum()),
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "set": info,
-        "build_set_s": round(built_s, 1),
+        "set": d["info"],
+        "build_set_s": round(d["built_s"], 1),
         "layouts": layouts,
         "cells": cells,
         "cpu_flags": cpu_flags(),
