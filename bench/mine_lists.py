@@ -55,15 +55,18 @@ def main(argv: list[str] | None = None) -> dict:
     spills = [float(v) for v in args.spill.split(",") if v.strip()]
     layouts, cells = [], []
     for i, nlist in enumerate(counts):
-        centroids, own, layout = trained_lists(y, nlist, args.seed)
+        centroids, own, quantizer, layout = trained_lists(y, nlist, args.seed)
         layouts.append(layout)
         print(layout, flush=True)
+        shares = (int(v) for v in args.shares.split(","))
+        probes = sorted({min(nlist, max(1, share * nlist // 2048)) for share in shares})
+        # the lists each query and each planted query visits, (nq, nprobe), whatever the keys' layout
+        visited = {p: (quantizer.search(q, p)[1], quantizer.search(pq, p)[1]) for p in probes}
         for lam in [None] + (spills if i == 0 else []):
             second = None if lam is None else spilled(y, centroids, own, lam)
-            shares = (int(v) for v in args.shares.split(","))
-            for probe in sorted({min(nlist, max(1, share * nlist // 2048)) for share in shares}):
+            for probe in probes:
                 cell = {"nlist": nlist, "spill_lambda": lam, "nprobe": probe}
-                cell |= scanned(centroids, own, second, q, nn, pq, p_key, in_exact, probe)
+                cell |= scanned(nlist, own, second, *visited[probe], nn, p_key, in_exact)
                 cells.append(cell)
                 print(cell, flush=True)
     result = {
@@ -82,9 +85,10 @@ def main(argv: list[str] | None = None) -> dict:
     return write_result(args.out, result)
 
 
-def trained_lists(y: np.ndarray, nlist: int, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(centroids (nlist, d), each key's list (n,), record): the coarse quantizer of `IVF<nlist>` trained
-    on the sample `sentkit mine` draws (inner product, FAISS's k-means), and every key assigned to it."""
+def trained_lists(y: np.ndarray, nlist: int, seed: int) -> tuple:
+    """(centroids (nlist, d), each key's list (n,), quantizer, record): the coarse quantizer of `IVF<nlist>`
+    trained on the sample `sentkit mine` draws (inner product, FAISS's k-means), as an exact inner-product
+    index over the centroids, and every key assigned to it."""
     import faiss
 
     factory = f"IVF{nlist},Flat"  # the same first level as the preset's IVF<nlist>,PQ<m>x4fs
@@ -94,8 +98,9 @@ def trained_lists(y: np.ndarray, nlist: int, seed: int) -> tuple[np.ndarray, np.
     start = time.perf_counter()
     index.train(y[sample])
     train_s = time.perf_counter() - start
-    quantizer = faiss.extract_index_ivf(index).quantizer
-    centroids = quantizer.reconstruct_n(0, nlist)
+    centroids = faiss.extract_index_ivf(index).quantizer.reconstruct_n(0, nlist)
+    quantizer = faiss.IndexFlatIP(y.shape[1])  # outlives `index`
+    quantizer.add(centroids)
     own = quantizer.search(y, 1)[1][:, 0]
     sizes = np.bincount(own, minlength=nlist)
     # what a query drawn like the keys scans per list probed, over the mean list: sum n_i^2 * nlist / n^2
@@ -106,7 +111,7 @@ def trained_lists(y: np.ndarray, nlist: int, seed: int) -> tuple[np.ndarray, np.
         "train_s": round(train_s, 1),
         "imbalance": round(imbalance, 2),
     }
-    return centroids, own, record
+    return centroids, own, quantizer, record
 
 
 def spilled(y: np.ndarray, centroids: np.ndarray, own: np.ndarray, lam: float, block: int = 50_000):
@@ -127,17 +132,12 @@ def spilled(y: np.ndarray, centroids: np.ndarray, own: np.ndarray, lam: float, b
     return out
 
 
-def scanned(centroids, own, second, q, nn, pq, p_key, in_exact, probe: int) -> dict:
-    """Codes scanned per query and the shares of neighbours / partners whose list (either list) is probed."""
-    import faiss
-
-    quantizer = faiss.IndexFlatIP(centroids.shape[1])
-    quantizer.add(centroids)
-    sizes = np.bincount(own, minlength=len(centroids))
+def scanned(nlist, own, second, probed, p_probed, nn, p_key, in_exact) -> dict:
+    """Codes scanned per query and the shares of neighbours / partners whose list (either list) is probed;
+    `probed` / `p_probed` (nq, nprobe) are the lists the queries / planted queries visit."""
+    sizes = np.bincount(own, minlength=nlist)
     if second is not None:
-        sizes = sizes + np.bincount(second, minlength=len(centroids))
-    probed = quantizer.search(q, probe)[1]  # (nq, probe) the lists each query visits
-    p_probed = quantizer.search(pq, probe)[1]
+        sizes = sizes + np.bincount(second, minlength=nlist)
 
     def hit(keys: np.ndarray, lists: np.ndarray) -> np.ndarray:  # keys (nq, m) -> (nq, m) list probed
         found = (lists[:, :, None] == own[keys][:, None, :]).any(axis=1)
