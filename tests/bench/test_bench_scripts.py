@@ -409,7 +409,9 @@ def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
     assert len(by) == 12
     assert by["IVF40,PQ8x4fs", 32, 1] < by["IVF40,PQ16x4fs", 32, 1]  # coarser codes rank worse unrefined
     # any factory string, an HNSW coarse quantizer included
-    other = bench.main([*argv, "--factory", "IVF40,Flat;IVF40_HNSW16,Flat", "--out", str(tmp_path / "f.json")])
+    other = bench.main(
+        [*argv, "--factory", "IVF40,Flat;IVF40_HNSW16,Flat", "--out", str(tmp_path / "f.json")]
+    )
     assert [i["factory"] for i in other["indexes"]] == ["IVF40,Flat", "IVF40_HNSW16,Flat"]
     flat = {(c["factory"], c["nprobe"], c["refine"]): c for c in other["grid"]}
     assert flat["IVF40,Flat", 32, 16]["recall_at_k"] == 1.0  # 32 of 40 lists, uncompressed rows
