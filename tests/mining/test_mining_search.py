@@ -14,15 +14,8 @@ import sentkit.mining.vectors as vectors_module
 from conftest import make_tiny_encoder
 from sentkit.cli import main
 from sentkit.errors import DataWarning, InvalidArgument
-from sentkit.mining.approximate import built_index, search_params, train_size
-from sentkit.mining.exact import (
-    UnitRows,
-    exact_scores,
-    exact_search,
-    merge_topk,
-    product_error,
-    resolve_device,
-)
+from sentkit.mining.approximate import search_params, train_size
+from sentkit.mining.exact import exact_scores, exact_search, merge_topk, product_error, resolve_device
 from sentkit.mining.index_spec import (
     fastscan_nlist,
     fastscan_nprobe,
@@ -342,9 +335,6 @@ def test_hnsw_search_width_follows_what_the_graph_returns():
     assert search_params(ivf, "IVF32_HNSW32,Flat", 8, None, fetch=256) == {"nprobe": 8, "ef_search": 128}
     assert quantizer.hnsw.efSearch == 128 and faiss.extract_index_ivf(ivf).nprobe == 8
     assert search_params(ivf, "IVF32_HNSW32,Flat", 8, 200, fetch=16)["ef_search"] == 200  # --ef-search
-    # keys are assigned to their lists at that width too (FAISS's own default is 16)
-    built, *_ = built_index(UnitRows(rows), "IVF32_HNSW32,Flat")
-    assert faiss.downcast_index(faiss.extract_index_ivf(built).quantizer).hnsw.efSearch == 128
 
 
 @pytest.mark.parametrize(

@@ -70,10 +70,6 @@ def built_index(keys, factory: str, train_rows: int | None = None, seed: int = 0
                 f"--index {factory}: training on {sample} rows failed ({faiss_message(err)})"
             ) from None
     timings["train_s"] = round(time.perf_counter() - start, 2)
-    if lists and uses_hnsw(
-        factory
-    ):  # an HNSW coarse quantizer assigns each key its list as wide as it searches
-        faiss.ParameterSpace().set_index_parameter(index, "quantizer_efSearch", DEFAULT_EF_SEARCH)
     start = time.perf_counter()
     table = np.empty((keys.n, keys.dim), np.float32) if keys.n * keys.dim * 4 <= TABLE_MAX_BYTES else None
     for key_start, block in keys.blocks():
