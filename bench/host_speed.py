@@ -20,6 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_ceilings import best_seconds  # noqa: E402
 
+from sentkit.mining.index_spec import fastscan_pq_m  # noqa: E402
+
 
 def host_speed(
     rows: int = 200_000, queries: int = 1_000, dim: int = 384, k: int = 4, repeats: int = 3, seed: int = 0
@@ -41,8 +43,9 @@ def host_speed(
     flat.add(base)
     flat_s = best_seconds(lambda: flat.search(query, k), repeats)
 
-    m = dim // 2 if dim % 2 == 0 else dim
-    pq = faiss.index_factory(dim, f"PQ{m}x4fs", faiss.METRIC_INNER_PRODUCT)
+    pq = faiss.index_factory(
+        dim, f"PQ{fastscan_pq_m(dim)}x4fs", faiss.METRIC_INNER_PRODUCT
+    )  # the preset's codes
     pq.train(base[: min(rows, 20_000)])
     pq.add(base)
     pq_s = best_seconds(lambda: pq.search(query, k), repeats)

@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
 from host_speed import host_speed  # noqa: E402
-from mine_real import cache_folder, model_vectors  # noqa: E402
+from mine_real import cache_folder, inverse_gold, model_vectors  # noqa: E402
 from mine_real_sets import CONSTRUCTIONS, halves, real_rows, real_statistics, realistic_set  # noqa: E402
 
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
@@ -98,8 +98,7 @@ def sampled_directed(args) -> dict:
     x, y, gold, info = build(args)
     built_s = time.perf_counter() - began
     if args.direction == "backward":  # target queries over the source side; a target's partner is its source
-        partner = np.full(len(y), -1, dtype=np.int64)
-        partner[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+        partner = inverse_gold(gold, len(y))
         x, y = y, x
     else:
         partner = gold

@@ -128,13 +128,19 @@ class ExactLists:
         return self.sims[rows], self.nn[rows]
 
 
+def inverse_gold(gold: np.ndarray, ny: int) -> np.ndarray:
+    """(ny,) each target row's planted source row, -1 none: `gold` (source row -> target row) read backward."""
+    inverse = np.full(ny, -1, dtype=np.int64)
+    inverse[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+    return inverse
+
+
 def f1_sample(gold: np.ndarray, ny: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(source rows, target rows), sorted: `size` random rows a side, each side's planted partners added."""
     rng = np.random.default_rng(seed)
     rx = rng.choice(len(gold), size=min(size, len(gold)), replace=False)
     ry = rng.choice(ny, size=min(size, ny), replace=False)
-    inverse = np.full(ny, -1, dtype=np.int64)
-    inverse[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+    inverse = inverse_gold(gold, ny)
     sx = np.union1d(rx, inverse[ry][inverse[ry] >= 0])
     sy = np.union1d(ry, gold[rx][gold[rx] >= 0])
     return sx, sy
@@ -275,8 +281,7 @@ def index_grid(indexes: list[str], nprobes: list[int | None]) -> list[tuple[str,
 def run_set(name: str, vs: VectorSet, args) -> dict:
     x, y, gold = vs.x, vs.y, vs.gold
     nx, ny, k = len(x), len(y), args.k
-    partner_y = np.full(ny, -1, dtype=np.int64)
-    partner_y[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+    partner_y = inverse_gold(gold, ny)
     full = max(nx, ny) <= args.exact_max
     print(
         f"{name}: {nx} x {ny}, {int((gold >= 0).sum())} planted pairs, F1 {'full' if full else 'estimated'}",

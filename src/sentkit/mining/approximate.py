@@ -255,12 +255,9 @@ def search_params(index, factory: str, nprobe: int | None, ef_search: int | None
         params["nprobe"] = min(nprobe or DEFAULT_NPROBE, lists)
         space.set_index_parameter(index, "nprobe", params["nprobe"])
     if uses_hnsw(factory):
-        if lists:
-            params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, params["nprobe"])
-            space.set_index_parameter(index, "quantizer_efSearch", params["ef_search"])
-        else:
-            params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, fetch)
-            space.set_index_parameter(index, "efSearch", params["ef_search"])
+        name, floor = ("quantizer_efSearch", params["nprobe"]) if lists else ("efSearch", fetch)
+        params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, floor)
+        space.set_index_parameter(index, name, params["ef_search"])
     return params
 
 
