@@ -14,8 +14,16 @@ Layouts:
   products (Sun et al., 2023): the list c minimising ||y - c||^2 + lambda <r, y - c>^2 / ||r||^2, with
   r = y - c1 the residual to its own list. lambda 0 is the second-nearest list. The index then holds every
   key twice, so its lists are longer; compare rows by codes scanned.
+- `--two-way`: one pass that serves both directions, from the other direction's probes (lists of a quantizer
+  trained on this direction's query side): `reverse`, every row of the other side scans its own nprobe
+  lists, and a query sees a key when the query's list is among the key's probed lists (so the one pass's
+  products give both directions' neighbours); `group-union`, the other side's rows grouped by their nearest
+  list, each group scanning the union of its members' lists. Their `codes_scanned_per_query` is what the
+  one pass scans per row of the other side, for both directions together: compare it with the sum of the
+  two directions' own scans.
 
     python bench/mine_lists.py --half A --n 1000000 --nlist 1024,2048,4096 --spill 0,1,2
+    python bench/mine_lists.py --half A --n 1000000 --two-way
     python bench/mine_lists.py --small      # a tiny synthetic cache: the script runs
 """
 
@@ -45,6 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     add_sample_args(ap, half="A", queries=2000, direction="backward")
     ap.add_argument("--nlist", default="", help="list counts, e.g. 1024,2048,4096 (default: the preset's)")
     ap.add_argument("--spill", default="", help="spill lambdas for the first list count, e.g. 0,1,2")
+    ap.add_argument("--two-way", action="store_true", help="also one pass for both directions (see above)")
     ap.add_argument("--shares", default=SHARES, help="lists probed per 2048 lists (scaled to each count)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
@@ -58,8 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
         centroids, own, quantizer, layout = trained_lists(y, nlist, args.seed)
         layouts.append(layout)
         print(layout, flush=True)
-        shares = (int(v) for v in args.shares.split(","))
-        probes = sorted({min(nlist, max(1, share * nlist // 2048)) for share in shares})
+        probes = probes_of(nlist, args.shares)
         # the lists each query and each planted query visits, (nq, nprobe), whatever the keys' layout
         visited = {p: (quantizer.search(q, p)[1], quantizer.search(pq, p)[1]) for p in probes}
         for lam in [None] + (spills if i == 0 else []):
@@ -69,6 +77,10 @@ def main(argv: list[str] | None = None) -> dict:
                 cell |= scanned(nlist, own, second, *visited[probe], nn, p_key, in_exact)
                 cells.append(cell)
                 print(cell, flush=True)
+    if args.two_way:
+        for cell in two_way(d, counts[0], probes_of(counts[0], args.shares), args.seed):
+            cells.append(cell)
+            print(cell, flush=True)
     result = {
         "what": "IVF layouts by codes scanned per query against the share of exact neighbours and of planted "
         "partners whose inverted list is probed (quantizer only, no codes)",
@@ -83,6 +95,45 @@ def main(argv: list[str] | None = None) -> dict:
         **provenance(),
     }
     return write_result(args.out, result)
+
+
+def probes_of(nlist: int, shares: str) -> list[int]:
+    """nprobe values probing the same share of `nlist` lists as `shares` do of 2048."""
+    return sorted({min(nlist, max(1, int(share) * nlist // 2048)) for share in shares.split(",")})
+
+
+def two_way(d: dict, nlist: int, probes: list[int], seed: int) -> list[dict]:
+    """The `--two-way` cells: lists trained on the query side, probed by every row of the key side."""
+    x, y = (np.ascontiguousarray(d[k], dtype=np.float32) for k in ("x", "y"))
+    _, own_x, quantizer, _ = trained_lists(x, nlist, seed)
+    sizes = np.bincount(own_x, minlength=nlist)
+    top = quantizer.search(y, max(probes))[1]  # (ny, max nprobe): each key-side row's lists, nearest first
+    group = top[:, 0]  # a key-side row's nearest list of the query side
+    q_list = quantizer.search(d["q"], 1)[1][:, 0]  # (nq,)
+    p_list = quantizer.search(d["pq"], 1)[1][:, 0]
+    nn, p_key, in_exact = d["exact_rows"], d["p_key"], d["in_exact"]
+    cells = []
+    for probe in probes:
+        lists = top[:, :probe]
+        partner_seen = (lists[p_key] == p_list[:, None]).any(axis=1)  # (npq,)
+        reverse = {
+            "codes_scanned_per_query": round(float(sizes[lists].sum(axis=1).mean())),
+            "neighbour_list_probed": round(float((lists[nn] == q_list[:, None, None]).any(axis=2).mean()), 4),
+            "partner_list_probed": round(float(partner_seen[in_exact].mean()), 4),
+        }
+        # (group, list): some member of the group probes the list
+        union = np.zeros((nlist, nlist), dtype=bool)
+        union[np.repeat(group, probe), lists.ravel()] = True
+        scanned = union.astype(np.int64) @ sizes  # (nlist,) codes a member of each group scans
+        grouped = {
+            "codes_scanned_per_query": round(float(scanned[group].mean())),
+            "lists_per_group": round(float(union[np.unique(group)].sum(axis=1).mean()), 1),
+            "neighbour_list_probed": round(float(union[group[nn], q_list[:, None]].mean()), 4),
+            "partner_list_probed": round(float(union[group[p_key], p_list][in_exact].mean()), 4),
+        }
+        for layout, found in (("reverse", reverse), ("group-union", grouped)):
+            cells.append({"nlist": nlist, "two_way": layout, "nprobe": probe} | found)
+    return cells
 
 
 def trained_lists(y: np.ndarray, nlist: int, seed: int) -> tuple:

@@ -384,6 +384,28 @@ def test_list_layouts_count_codes_scanned_and_lists_probed(tmp_path):
     assert top["partner_list_probed"] == 1.0
 
 
+def test_two_way_layouts_see_a_pair_from_the_other_side(tmp_path):
+    bench = _bench("mine_lists")
+    argv = ["--small", "--nlist", "40", "--shares", "52,1024,2048", "--two-way", "--queries", "400"]
+    result = bench.main([*argv, "--out", str(tmp_path / "two.json")])
+    one_way = {c["nprobe"]: c for c in result["cells"] if "two_way" not in c}
+    two_way = {(c["two_way"], c["nprobe"]): c for c in result["cells"] if "two_way" in c}
+    assert set(two_way) == {(layout, p) for layout in ("reverse", "group-union") for p in (1, 20, 40)}
+    # a group is the rows nearest one list: with one list probed a row, its union is that list
+    assert two_way["group-union", 1]["lists_per_group"] == 1.0
+    for key in ("codes_scanned_per_query", "neighbour_list_probed", "partner_list_probed"):
+        assert two_way["group-union", 1][key] == two_way["reverse", 1][key]
+    # every list probed: 3,000 codes a row, every pair seen both ways
+    for layout in ("reverse", "group-union"):
+        full = two_way[layout, 40]
+        assert full["codes_scanned_per_query"] == 3000 and full["neighbour_list_probed"] == 1.0
+    # a union holds each member's own lists: it scans more and sees at least what the rows' own probes see
+    half = two_way["group-union", 20], two_way["reverse", 20]
+    assert half[0]["codes_scanned_per_query"] > half[1]["codes_scanned_per_query"]
+    assert half[0]["neighbour_list_probed"] >= half[1]["neighbour_list_probed"]
+    assert one_way[20]["neighbour_list_probed"] < 1.0
+
+
 def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
     bench = _bench("mine_fastscan_grid")
     argv = ["--small", "--nprobe", "1,4,32", "--refine", "1,16", "--queries", "400"]
