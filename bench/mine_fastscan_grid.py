@@ -94,16 +94,28 @@ def main(argv: list[str] | None = None) -> dict:
     return write_result(args.out, result)
 
 
+def _transformed(index, rows: np.ndarray) -> np.ndarray:
+    """`rows` as the index's coarse quantizer sees them: through its pre-transforms (OPQ, PCA, ...), if any."""
+    import faiss
+
+    rows = np.ascontiguousarray(rows, dtype=np.float32)
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexPreTransform):
+        for i in range(index.chain.size()):
+            rows = faiss.downcast_VectorTransform(index.chain.at(i)).apply_py(rows)
+    return rows
+
+
 def _cells(args, factory, index, q, y, exact_s, pq, p_key, in_exact, n_queries: int) -> list[dict]:
     """Every (nprobe, refine) cell of one built index: recall@k, seconds and where planted partners go."""
     import faiss
 
     ivf = faiss.extract_index_ivf(index)  # its coarse quantizer assigns rows to inverted lists
-    p_list = ivf.quantizer.search(np.ascontiguousarray(y[p_key]), 1)[1][:, 0]  # the partner's inverted list
+    p_list = ivf.quantizer.search(_transformed(index, y[p_key]), 1)[1][:, 0]  # the partner's inverted list
     grid = []
     for probe in _ints(args.nprobe):
         search_params(index, factory, probe, None, args.k)  # an HNSW quantizer's width, as searched below
-        probed = ivf.quantizer.search(np.ascontiguousarray(pq), probe)[1]
+        probed = ivf.quantizer.search(_transformed(index, pq), probe)[1]
         in_probed = (probed == p_list[:, None]).any(axis=1)
         for refine in _ints(args.refine):
             fetch = refine * args.k

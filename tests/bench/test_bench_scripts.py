@@ -438,3 +438,17 @@ def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
     flat = {(c["factory"], c["nprobe"], c["refine"]): c for c in other["grid"]}
     assert flat["IVF40,Flat", 32, 16]["recall_at_k"] == 1.0  # 32 of 40 lists, uncompressed rows
     assert flat["IVF40_HNSW16,Flat", 32, 16]["recall_at_k"] > 0.98
+    # a rotated index (OPQ): its lists are those of the rotated rows, so a partner fetched had its list probed
+    opq = bench.main(
+        [
+            *argv,
+            "--direction",
+            "backward",
+            "--factory",
+            "OPQ16,IVF76,PQ16x4fs",
+            "--out",
+            str(tmp_path / "o.json"),
+        ]
+    )
+    for c in opq["grid"]:
+        assert c["partner_in_topk"] <= c["partner_fetched"] <= c["partner_list_probed"]
