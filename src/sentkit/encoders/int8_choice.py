@@ -7,10 +7,12 @@ between these, so `@int8` looks the host kind up in `INT8_PATH`, and every path 
 name (`@int8-dynamic`, `@int8-static`, `@openvino-int8`). The choice is recorded in the encoder's
 `runtime_info`, which evaluation writes into the results file.
 
-Every host kind maps to onnxruntime dynamic int8. On AVX2 hosts that is a measurement: of the four int8
-paths it was the fastest at no quality cost. On an AMX host it was the faster of onnxruntime's two int8 paths
-(OpenVINO was not installed there). Both are listed in `MEASURED` (docs/performance.md). On the other kinds
-it is the default until `bench/int8_speed.py` on an idle host of that kind says otherwise.
+On AVX2 hosts `@int8` is onnxruntime dynamic int8: of the four int8 paths it was the fastest at no quality
+cost, and OpenVINO's int8 was the slowest there and lost STS17 points. On AMX hosts it is OpenVINO int8
+(NNCF static quantization): on 2 idle cores it was the fastest of the four paths and of every
+sentence-transformers backend, and lost nothing (without openvino and nncf installed, the dynamic path runs
+instead, and says why). Both measurements are listed in `MEASURED` (docs/performance.md). On the other kinds
+it is onnxruntime dynamic int8 until `bench/int8_speed.py` on an idle host of that kind says otherwise.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ HOST_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
     ("other", frozenset()),
 )
 # host kind -> the variant `@int8` runs there
-INT8_PATH: dict[str, str] = {kind: "int8-dynamic" for kind, _ in HOST_KINDS}
+INT8_PATH: dict[str, str] = {kind: "int8-dynamic" for kind, _ in HOST_KINDS} | {"amx": "openvino-int8"}
 # host kind -> the measurement behind its entry (docs/results/); kinds not listed keep the dynamic path pending one
 MEASURED: dict[str, str] = {
     "avx2": "fastest int8 path on an idle AVX2 host, at no quality cost (int8_speed_openvino_avx2.json: "
     "e5-small-m 244 / 223 / 126 sent/s for dynamic / static / OpenVINO int8, MiniLM 663 / 659 / 271)",
-    "amx": "faster of onnxruntime's two int8 paths on an AMX host, at no quality cost; OpenVINO int8 not measured "
-    "there (int8_speed_amx_e5.json, int8_speed_amx_minilm.json: e5-small-m 505 / 433 sent/s for dynamic / "
-    "static int8, MiniLM 1065 / 991)",
+    "amx": "fastest int8 path on 2 idle cores of an AMX host, at no quality cost (int8_speed_amx_2core.json, "
+    "median sent/s: e5-small-m 1049 / 715 / 681 for OpenVINO / dynamic / static int8, STS-B +0.31, STS17 "
+    "+0.15, Tatoeba deu -0.15 points; MiniLM 2173 / 1742 / 1678, STS-B +0.03)",
 }
 PENDING = "onnxruntime dynamic int8 until the other paths are measured on an idle host of this kind"
 NEEDS = {"openvino-int8": ("openvino", "nncf")}  # variants that need an optional package

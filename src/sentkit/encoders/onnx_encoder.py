@@ -165,7 +165,7 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
     if variant == "int8":
         from sentkit.encoders.int8_choice import choose_int8
 
-        choice = choose_int8()
+        choice = _with_calibration_data(choose_int8())
         concrete = choice["variant"]
     source = _source_key(name)
     # a local folder's cache is named by its folder name and a hash of its path: two "model" folders differ
@@ -205,6 +205,22 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
     if choice is not None:
         encoder.runtime_info["int8_choice"] = choice
     return encoder
+
+
+def _with_calibration_data(choice: dict) -> dict:
+    """`choice`, or onnxruntime dynamic int8 (saying why) where the chosen variant calibrates on real
+    sentences and the benchmark data they come from is not there: `@int8` works without the data."""
+    if choice["variant"] not in CALIBRATED:
+        return choice
+    from sentkit.encoders.calibration import calibration_set
+    from sentkit.errors import MissingDataError
+
+    try:
+        calibration_set(None)
+    except MissingDataError:
+        why = f"{choice['variant']} calibrates on the benchmark data, which is not there ($SENTKIT_DATA)"
+        return choice | {"variant": "int8-dynamic", "why": why}
+    return choice
 
 
 def _options(variant: str):
