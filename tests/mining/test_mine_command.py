@@ -165,8 +165,13 @@ def test_mine_command_finds_the_bucc_task_pairs(data_root, tmp_path):
     # sums, so pairs whose scores agree to 1e-6 may come out in either order
     assert set(mined) == set(zip(task_src.tolist(), task_tgt.tolist()))
     np.testing.assert_allclose([float(r[0]) for r in rows], task_score, atol=1e-5)
-    swapped = [i for i, pair in enumerate(zip(task_src.tolist(), task_tgt.tolist())) if mined[i] != pair]
-    assert len(swapped) < 5 and np.ptp(task_score[swapped]) < 1e-6 if swapped else True
+    task_pairs = list(zip(task_src.tolist(), task_tgt.tolist()))
+    swapped = [i for i, pair in enumerate(task_pairs) if mined[i] != pair]
+    # only near-ties swap places (how many depends on the CPU's vector width): the pair mine puts at a
+    # position scores, by the task, within 1e-6 of the task's own pair there
+    task_score_of = dict(zip(task_pairs, task_score.tolist()))
+    assert len(swapped) < 10
+    assert all(abs(task_score_of[mined[i]] - task_score[i]) < 1e-6 for i in swapped)
 
 
 @pytest.mark.slow
