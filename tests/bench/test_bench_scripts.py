@@ -452,3 +452,110 @@ def test_fastscan_grid_recall_grows_with_probes_and_candidates(tmp_path):
     )
     for c in opq["grid"]:
         assert c["partner_in_topk"] <= c["partner_fetched"] <= c["partner_list_probed"]
+
+
+def test_openvino_config_times_each_compilation_on_sentences_and_passages(tmp_path):
+    pytest.importorskip("openvino")
+    from argparse import Namespace
+
+    from conftest import make_tiny_encoder
+    from sentkit.encoders.openvino_export import export_openvino
+
+    bench = _bench("openvino_config")
+    assert bench.passages(["a b c", "d e", "f g h i"], 4) == ["a b c d", "e f g h", "i"]
+    tiny = make_tiny_encoder(pooling="mean").eval()
+    folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
+    sentences = [f"sentence {i} " * (1 + i % 7) for i in range(40)]
+    sets = {"sentences": sentences, "passages of 60 words": bench.passages(sentences, 60)}
+    gold = np.arange(20, dtype=float)
+    args = Namespace(threads=2, batch_size=8, repeats=2)
+    res = bench.bench_model("tiny", sets, gold, args, folder=folder)
+    assert list(res["openvino"]) == list(bench.CONFIGS)
+    assert [v["streams"] for v in res["openvino"].values()] == [1, 1, 2, 1]
+    # tests see an AVX2 host (conftest.py): sentkit's default keeps the plugin's fused attention
+    assert res["openvino"]["sentkit default"]["snippets"] is True
+    short, long = res["sets"]["sentences"], res["sets"]["passages of 60 words"]
+    assert long["max_tokens"] > 60 > short["max_tokens"] and long["mean_tokens"] > short["mean_tokens"]
+    assert long["texts"] == len(sets["passages of 60 words"])
+    for row in (short, long):
+        assert list(row["timings"]) == list(bench.CONFIGS)
+        assert row["median_vs_plugin_default"]["plugin default (1 stream, snippets on)"] == 1.0
+        assert (
+            min(row["min_cosine_to_plugin_default"].values()) > 0.9999
+        )  # settings change speed, not vectors
+        assert all(len(t["seconds"]) == 2 for t in row["timings"].values())
+    assert len(set(short["stsb_spearman"].values())) == 1 and "stsb_spearman" not in long
+
+
+def test_openvino_op_profile_sums_kernels_and_layer_roles_and_rates_weight_products():
+    bench = _bench("openvino_op_profile")
+    role = bench.role_of
+    assert (
+        role("/model/encoder/layer.11/intermediate/dense/MatMul", "FullyConnected")
+        == "intermediate/dense/MatMul"
+    )
+    assert role("/0/auto_model/encoder/layer.3/output/Add", "Add") == "output/Add"
+    assert role("/model/embeddings/Gather", "Gather") == "outside layers/model/embeddings/Gather"
+    assert role("Softmax_67009", "Softmax") == "Softmax (made by the plugin)"
+    rows = [
+        ("/m/layer.0/intermediate/dense/MatMul", "FullyConnected", "brgemm_i8", 0.003),
+        ("/m/layer.1/intermediate/dense/MatMul", "FullyConnected", "brgemm_i8", 0.001),
+        ("/m/layer.0/output/dense/MatMul", "FullyConnected", "brgemm_i8", 0.002),
+        ("/m/layer.0/output/Add", "Add", "jit_f32", 0.002),
+        ("Softmax_1", "Softmax", "jit_f32", 0.001),
+        ("Softmax_2", "Softmax", "jit_f32", 0.001),
+    ]
+    # 2 layers of a 4 -> 8 -> 4 model over 1000 padded tokens: each product is 2 * 1000 * 2 * 4 * 8 ops
+    res = bench.summarize(rows, tokens=1000, layers=2, shapes=bench.product_shapes(4, 8))
+    assert res["total_seconds"] == pytest.approx(0.010)
+    assert res["by_kernel"]["FullyConnected [brgemm_i8]"]["share"] == pytest.approx(0.6)
+    assert list(res["by_role"])[0] == "intermediate/dense/MatMul"
+    assert res["by_role"]["intermediate/dense/MatMul"]["seconds"] == pytest.approx(0.004)
+    assert res["weight_products"]["intermediate/dense/MatMul"]["gops"] == pytest.approx(128_000 / 0.004 / 1e9)
+    assert res["weight_products"]["output/dense/MatMul"]["gops"] == pytest.approx(128_000 / 0.002 / 1e9)
+    assert res["by_role"]["Softmax (made by the plugin)"]["share"] == pytest.approx(0.2)
+    assert "attention/self/query/MatMul" not in res["weight_products"]  # not in the rows: not rated
+
+
+def test_openvino_op_profile_runs_an_export_with_the_encoders_settings(tmp_path):
+    pytest.importorskip("openvino")
+    from argparse import Namespace
+
+    from conftest import make_tiny_encoder
+    from sentkit.encoders.openvino_export import export_openvino
+
+    bench = _bench("openvino_op_profile")
+    tiny = make_tiny_encoder(pooling="mean").eval()
+    folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
+    shapes = {"layers": 2, "hidden": 32, "intermediate": 64}
+    sentences = [f"sentence {i} " * (1 + i % 5) for i in range(30)]
+    args = Namespace(threads=2, batch_size=8)
+    res = bench.profile_model(
+        "tiny", "openvino", sentences, args, snippets=False, folder=folder, shapes=shapes
+    )
+    assert res["openvino"]["snippets"] is False and res["openvino"]["streams"] == 1
+    assert sum(r["share"] for r in res["by_kernel"].values()) == pytest.approx(1.0)
+    assert res["total_seconds"] == pytest.approx(sum(r["seconds"] for r in res["by_role"].values()))
+    assert res["padded_tokens"] >= sum(len(s.split()) for s in sentences)
+    assert set(res["weight_products"]) == set(bench.product_shapes(32, 64))  # every product found by name
+
+
+def test_int8_bench_times_onnxruntime_dynamic_int8_by_name_where_int8_runs_another_path(monkeypatch):
+    from types import SimpleNamespace
+
+    import sentkit.encoders.onnx_encoder as onnx_encoder
+
+    bench = _bench("int8_speed")
+    for chosen, extra in (("openvino-int8", True), ("int8-dynamic", False)):
+        calls = []
+
+        def fake(name, variant, threads=None, chosen=chosen, calls=calls):
+            calls.append(variant)
+            return SimpleNamespace(runtime_info={"variant": chosen if variant == "int8" else variant})
+
+        monkeypatch.setattr(onnx_encoder, "cached_export", fake)
+        skipped: dict = {}
+        exports = bench.sentkit_exports("m", 2, skipped)
+        assert ("sentkit int8-dynamic" in exports) is extra and calls.count("int8-dynamic") == int(extra)
+        assert exports["sentkit int8"].runtime_info["variant"] == chosen and not skipped
+        assert bench.arithmetic_of("sentkit int8-dynamic") == "int8"

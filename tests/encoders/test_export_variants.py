@@ -313,6 +313,95 @@ def test_openvino_fp32_matches_torch_and_its_readme_snippet_runs_with_openvino_a
     assert cosines(np.load(folder / "snippet.npy"), tiny.encode(shown)).min() >= 0.9999
 
 
+@needs_openvino
+def test_openvino_streams_and_snippet_settings_return_the_same_vectors_in_input_order(tiny, tmp_path):
+    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino_export import export_openvino
+
+    folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
+    # 11 batches of 2, sorted by length: with 2 requests in flight, a batch written to the wrong rows or
+    # collected before it finished shows up as a wrong vector
+    sentences = SENTENCES + [f"sentence number {i} " * (i % 5 + 1) for i in range(16)]
+    want = tiny.encode(sentences, batch_size=2)
+    for streams, snippets in ((1, True), (2, False), (2, True)):
+        encoder = OpenVinoEncoder(folder, threads=2, streams=streams, snippets=snippets)
+        info = encoder.runtime_info["openvino"]
+        assert info["streams"] == streams and info["infer_requests"] == streams
+        assert info["snippets"] is snippets and info["snippets_wide"] is snippets
+        assert info["inference_precision"] == "f32"
+        np.testing.assert_allclose(encoder.encode(sentences, batch_size=2), want, atol=1e-5)
+        assert len(encoder.compiled) == 1  # one setting for every width: one compiled copy
+    assert OpenVinoEncoder(folder, threads=1, streams=2).runtime_info["openvino"]["streams"] == 1
+    with pytest.raises(ValueError, match="streams must be >= 1"):
+        OpenVinoEncoder(folder, threads=2, streams=0)
+
+
+@needs_openvino
+def test_on_amx_hosts_narrow_batches_run_without_fused_attention_and_wide_ones_with_it(
+    tiny, tmp_path, monkeypatch
+):
+    import sentkit.encoders.int8_choice as int8_choice
+    from sentkit.encoders.openvino_encoder import NARROW_MAX_WIDTH, OpenVinoEncoder
+    from sentkit.encoders.openvino_export import export_openvino
+
+    tiny = make_tiny_encoder(pooling="mean").eval()
+    tiny.max_length = 128  # the fixture's 64 would cut every batch to a narrow one
+    folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
+    monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "avx512_vnni", "amx_int8"]})
+    encoder = OpenVinoEncoder(folder, threads=2)
+    info = encoder.runtime_info["openvino"]
+    assert (info["snippets"], info["snippets_wide"], info["narrow_max_width"]) == (
+        False,
+        True,
+        NARROW_MAX_WIDTH,
+    )
+    short = [s for s in SENTENCES if not s.startswith("word")]
+    np.testing.assert_allclose(encoder.encode(short, batch_size=2), tiny.encode(short), atol=1e-5)
+    assert list(encoder.compiled) == [False]  # no batch wider than 64 tokens yet: no second copy
+    # "word " * 100 is about 100 tokens: its batch runs on a copy with the fused kernels, the rest as before
+    mixed = SENTENCES + short
+    np.testing.assert_allclose(encoder.encode(mixed, batch_size=2), tiny.encode(mixed), atol=1e-5)
+    assert sorted(encoder.compiled) == [False, True]
+    config = encoder.compile_config(False)
+    assert config["SNIPPETS_MODE"] == "DISABLE" and config["NUM_STREAMS"] == 1
+    assert "SNIPPETS_MODE" not in encoder.compile_config(True)
+
+
+@needs_openvino
+def test_an_openvino_that_refuses_the_fused_attention_setting_runs_its_default(tiny, tmp_path, monkeypatch):
+    import openvino as ov
+
+    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino_export import export_openvino
+
+    folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
+    real, seen = ov.Core.compile_model, []
+
+    def strict(self, model, device, config):  # as an OpenVINO without the setting answers
+        seen.append(dict(config))
+        if "SNIPPETS_MODE" in config:
+            raise RuntimeError(
+                "Exception from src/plugins/intel_cpu/src/config.cpp:505:\nNotFound: "
+                "Unsupported property SNIPPETS_MODE by CPU plugin."
+            )
+        return real(self, model, device, config)
+
+    monkeypatch.setattr(ov.Core, "compile_model", strict)
+    encoder = OpenVinoEncoder(folder, threads=2, snippets=False)
+    assert [c.get("SNIPPETS_MODE") for c in seen] == ["DISABLE", None]
+    assert encoder.runtime_info["openvino"]["snippets"] is True
+    np.testing.assert_allclose(encoder.encode(SENTENCES), tiny.encode(SENTENCES), atol=1e-5)
+    assert list(encoder.compiled) == [True]  # the wide batch reuses the one copy
+
+
+def test_openvino_fused_attention_kernels_are_off_on_amx_hosts_only():
+    from sentkit.encoders.openvino_encoder import snippets_on
+
+    assert snippets_on(["avx2", "avx512f", "avx512_vnni", "amx_tile", "amx_int8", "amx_bf16"]) is False
+    assert snippets_on(["avx2", "avx512f", "avx512_vnni"]) is True
+    assert snippets_on(["avx2"]) is True and snippets_on(None) is True  # tests see an AVX2 host (conftest.py)
+
+
 @pytest.mark.slow
 @needs_nncf
 def test_openvino_int8_suffix_is_calibrated_checked_and_cached(tmp_path, monkeypatch, data_root):

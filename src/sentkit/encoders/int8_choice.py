@@ -36,9 +36,11 @@ INT8_PATH: dict[str, str] = {kind: "int8-dynamic" for kind, _ in HOST_KINDS} | {
 MEASURED: dict[str, str] = {
     "avx2": "fastest int8 path on an idle AVX2 host, at no quality cost (int8_speed_openvino_avx2.json: "
     "e5-small-m 244 / 223 / 126 sent/s for dynamic / static / OpenVINO int8, MiniLM 663 / 659 / 271)",
-    "amx": "fastest int8 path on 2 idle cores of an AMX host, at no quality cost (int8_speed_amx_2core.json, "
-    "median sent/s: e5-small-m 1049 / 715 / 681 for OpenVINO / dynamic / static int8, STS-B +0.31, STS17 "
-    "+0.15, Tatoeba deu -0.15 points; MiniLM 2173 / 1742 / 1678, STS-B +0.03)",
+    "amx": "fastest int8 path on 2 idle cores of an AMX host, at no quality cost "
+    "(int8_speed_amx_2core_one_stream.json, median sent/s: e5-small-m 1049 / 715 / 681 for OpenVINO / "
+    "dynamic / static int8, STS-B +0.31, STS17 +0.15, Tatoeba deu -0.15 points; MiniLM 2173 / 1742 / 1678, "
+    "STS-B +0.03); compiled as openvino_encoder.py does, 1177 (e5) and 2473 (MiniLM) "
+    "(int8_speed_amx_2core.json)",
 }
 PENDING = "onnxruntime dynamic int8 until the other paths are measured on an idle host of this kind"
 NEEDS = {"openvino-int8": ("openvino", "nncf")}  # variants that need an optional package

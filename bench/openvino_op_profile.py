@@ -1,0 +1,189 @@
+"""Where an OpenVINO export spends its time: the CPU plugin's per-node counters, summed per kernel and per role.
+
+    python bench/openvino_op_profile.py [--models e5-small-m,minilm-en] [--variant openvino-int8]
+                                        [--snippets auto|on|off] [--sentences 2758]
+
+Compiles `NAME@variant` (exported into the cache on first use) as `OpenVinoEncoder` does, with the plugin's
+performance counters on, and runs the first N STS-B test sentences in the encoder's own batches, one at a
+time, each on the compiled copy the encoder would use for its width. Prints the share of the summed kernel
+time per (node type, kernel), and per role inside a transformer layer (a node's name with its layer number
+taken out: `intermediate/dense/MatMul` sums that product over every layer; nodes the plugin renamed are
+summed per type), with the GOP/s of each weight product (from the batches' padded token counts). Writes
+bench/out/openvino_op_profile.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import provenance, write_result  # noqa: E402
+from encode_speed import stsb_test_sentences  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out" / "openvino_op_profile.json"
+LAYER = re.compile(r"^.*?layer\.\d+/")
+
+
+def role_of(node_name: str, node_type: str) -> str:
+    """`node_name` without the path up to its layer number; "outside layers/<name>" for an exported node
+    outside the layers, and "<type> (made by the plugin)" for a node the plugin's passes named anew
+    (`Softmax_67009`: no layer to read)."""
+    stripped = LAYER.sub("", node_name, count=1)
+    if stripped != node_name:
+        return stripped
+    if node_name.startswith("/"):
+        return f"outside layers/{node_name.lstrip('/')}"
+    return f"{node_type} (made by the plugin)"
+
+
+def product_shapes(hidden: int, intermediate: int) -> dict[str, tuple[int, int]]:
+    """Role -> (K, N) of each weight product of a BERT-style layer, by the names the ONNX export gives."""
+    return {
+        "attention/self/query/MatMul": (hidden, hidden),
+        "attention/self/key/MatMul": (hidden, hidden),
+        "attention/self/value/MatMul": (hidden, hidden),
+        "attention/output/dense/MatMul": (hidden, hidden),
+        "intermediate/dense/MatMul": (hidden, intermediate),
+        "output/dense/MatMul": (intermediate, hidden),
+    }
+
+
+def summarize(counters: list[tuple[str, str, str, float]], tokens: int, layers: int, shapes: dict) -> dict:
+    """Kernel seconds per (type, kernel) and per role from (node name, node type, kernel, seconds) rows,
+    with each weight product's GOP/s over `tokens` padded tokens in each of `layers` layers."""
+    by_kernel: collections.Counter = collections.Counter()
+    by_role: collections.Counter = collections.Counter()
+    for name, node_type, kernel, seconds in counters:
+        by_kernel[f"{node_type} [{kernel}]"] += seconds
+        by_role[role_of(name, node_type)] += seconds
+    total = sum(by_kernel.values())
+    products = {
+        role: {
+            "seconds": by_role[role],
+            "gops": 2 * tokens * layers * k * n / by_role[role] / 1e9 if by_role[role] else None,
+        }
+        for role, (k, n) in shapes.items()
+        if role in by_role
+    }
+    return {
+        "total_seconds": total,
+        "by_kernel": {k: {"seconds": v, "share": v / total} for k, v in by_kernel.most_common()},
+        "by_role": {k: {"seconds": v, "share": v / total} for k, v in by_role.most_common()},
+        "weight_products": products,
+    }
+
+
+def profile_model(
+    name: str,
+    variant: str,
+    sentences: list[str],
+    args,
+    snippets: bool | None = None,
+    folder: Path | None = None,
+    shapes: dict | None = None,
+) -> dict:
+    """The counters of `name`'s cached `@variant` export (or of `folder`, a model with `shapes`: layers,
+    hidden, intermediate) over `sentences`."""
+    import openvino as ov
+
+    from sentkit.encoders.onnx_encoder import cached_export
+    from sentkit.encoders.onnx_export import INPUTS
+    from sentkit.encoders.openvino_encoder import NARROW_MAX_WIDTH, OpenVinoEncoder
+    from sentkit.encoders.protocol import length_sorted_batches, padded_batch
+
+    threads, batch_size = args.threads, args.batch_size
+    if folder is None:
+        from int8_speed import model_shapes
+
+        from sentkit.encoders import load_encoder
+
+        folder = cached_export(name, variant, threads=threads).folder
+        shapes = model_shapes(load_encoder(name))
+    encoder = OpenVinoEncoder(folder, threads=threads, snippets=snippets)
+    copies: dict[bool, object] = {}  # snippets setting -> an infer request of a copy with counters on
+
+    def request_for(width: int):
+        """The request of the copy the encoder runs a batch `width` tokens wide on, counters on."""
+        setting = encoder.snippets["narrow" if width <= NARROW_MAX_WIDTH else "wide"]
+        if setting not in copies:
+            config = encoder.compile_config(setting) | {"PERF_COUNT": True}
+            model = ov.Core().compile_model(str(folder / encoder.meta["model_file"]), "CPU", config)
+            copies[setting] = model.create_infer_request()
+        return copies[setting]
+
+    pad = encoder.meta["pad_token_id"]
+    feeds = [
+        padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
+        for _, features, rows, width in length_sorted_batches(encoder, sentences, batch_size)
+    ]
+    for feed in feeds[:3]:  # warm-up: kernels are generated for each new shape
+        request_for(feed["input_ids"].shape[1]).infer(feed)
+    rows = []
+    for feed in feeds:
+        request = request_for(feed["input_ids"].shape[1])
+        request.infer(feed)
+        rows += [
+            (p.node_name, p.node_type, p.exec_type, p.real_time.total_seconds())
+            for p in request.profiling_info
+            if p.real_time.total_seconds() > 0
+        ]
+    tokens = sum(int(feed["input_ids"].size) for feed in feeds)
+    return {
+        "model": name,
+        "variant": variant,
+        "sentences": len(sentences),
+        "padded_tokens": tokens,
+        "openvino": encoder.runtime_info["openvino"],
+        "shapes": shapes,
+        **summarize(rows, tokens, shapes["layers"], product_shapes(shapes["hidden"], shapes["intermediate"])),
+    }
+
+
+def print_profile(res: dict, top: int = 12) -> None:
+    print(f"\n{res['model']}@{res['variant']}: {res['total_seconds']:.3f} s of kernels, {res['openvino']}")
+    for key in ("by_kernel", "by_role"):
+        for label, row in list(res[key].items())[:top]:
+            print(f"  {100 * row['share']:5.1f}% {row['seconds']:7.3f} s  {label}")
+        print()
+    for role, row in res["weight_products"].items():
+        print(f"  {role:<32} {row['seconds']:7.3f} s  {row['gops']:8.1f} GOP/s")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="e5-small-m,minilm-en")
+    parser.add_argument("--variant", default="openvino-int8", choices=["openvino", "openvino-int8"])
+    parser.add_argument("--snippets", default="auto", choices=["auto", "on", "off"])
+    parser.add_argument("--sentences", type=int, default=2758)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--data-root", default=None)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    snippets = {"auto": None, "on": True, "off": False}[args.snippets]
+    sentences = stsb_test_sentences(args.data_root)[: args.sentences]
+    models = {}
+    for name in args.models.split(","):
+        models[name] = profile_model(name, args.variant, sentences, args, snippets)
+        print_profile(models[name])
+    result = {
+        "data": "STS-B test (sts-test.csv), both sentences of each pair",
+        "threads": args.threads,
+        "batch_size": args.batch_size,
+        "snippets": args.snippets,
+        "models": models,
+        **provenance(),
+    }
+    return write_result(args.out, result)
+
+
+if __name__ == "__main__":
+    main()
