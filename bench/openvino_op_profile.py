@@ -96,7 +96,7 @@ def profile_model(
 
     from sentkit.encoders.onnx_encoder import cached_export
     from sentkit.encoders.onnx_export import INPUTS
-    from sentkit.encoders.openvino_encoder import NARROW_MAX_WIDTH, OpenVinoEncoder
+    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
     from sentkit.encoders.protocol import length_sorted_batches, padded_batch
 
     threads, batch_size = args.threads, args.batch_size
@@ -112,7 +112,7 @@ def profile_model(
 
     def request_for(width: int):
         """The request of the copy the encoder runs a batch `width` tokens wide on, counters on."""
-        setting = encoder.snippets["narrow" if width <= NARROW_MAX_WIDTH else "wide"]
+        setting = encoder.snippets_for(width)
         if setting not in copies:
             config = encoder.compile_config(setting) | {"PERF_COUNT": True}
             model = ov.Core().compile_model(str(folder / encoder.meta["model_file"]), "CPU", config)

@@ -95,9 +95,13 @@ class OpenVinoEncoder(OnnxEncoder):
             config["SNIPPETS_MODE"] = "DISABLE"  # a CPU plugin setting outside its public property list
         return config
 
+    def snippets_for(self, width: int) -> bool:
+        """Whether a batch `width` tokens wide runs with the fused attention kernels."""
+        return self.snippets["narrow" if width <= NARROW_MAX_WIDTH else "wide"]
+
     def compiled_for(self, width: int) -> tuple:
         """(compiled model, infer requests) for a batch `width` tokens wide, compiled on first use."""
-        snippets = self.snippets["narrow" if width <= NARROW_MAX_WIDTH else "wide"]
+        snippets = self.snippets_for(width)
         if snippets not in self.compiled:
             import openvino as ov
 
