@@ -39,8 +39,8 @@ MEASURED: dict[str, str] = {
     "amx": "fastest int8 path on 2 idle cores of an AMX host, at no quality cost "
     "(int8_speed_amx_2core_one_stream.json, median sent/s: e5-small-m 1049 / 715 / 681 for OpenVINO / "
     "dynamic / static int8, STS-B +0.31, STS17 +0.15, Tatoeba deu -0.15 points; MiniLM 2173 / 1742 / 1678, "
-    "STS-B +0.03); compiled as openvino_encoder.py does, 1177 (e5) and 2473 (MiniLM) "
-    "(int8_speed_amx_2core.json)",
+    "STS-B +0.03); compiled as openvino_encoder.py does (int8_speed_amx_2core.json): e5-small-m 1082-1140 / "
+    "654, MiniLM 2108-2462 / 1655 for OpenVINO / dynamic int8",
 }
 PENDING = "onnxruntime dynamic int8 until the other paths are measured on an idle host of this kind"
 NEEDS = {"openvino-int8": ("openvino", "nncf")}  # variants that need an optional package
