@@ -657,7 +657,19 @@ def vs_fastest_anchor(timings: dict) -> dict:
             r: t["median_sent_per_s"] / anchors[fastest_median]["median_sent_per_s"]
             for r, t in timings.items()
         },
+        # round by round (the rounds interleave the runners, so a round's pair ran minutes apart at most):
+        # the spread a claim near a target has to clear
+        "round_speed_vs_fastest_anchor": {
+            r: _round_ratios(anchors[fastest_median].get("seconds", []), t.get("seconds", []))
+            for r, t in timings.items()
+        },
     }
+
+
+def _round_ratios(anchor_seconds: list[float], seconds: list[float]) -> dict:
+    """Per round, the anchor's seconds over the runner's (its speed ratio), with their min and max."""
+    each = [a / b for a, b in zip(anchor_seconds, seconds)]
+    return {"each": each, "min": min(each, default=None), "max": max(each, default=None)}
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -668,23 +680,27 @@ def print_model(res: dict) -> None:
     ref = res["quality"]["sentkit torch fp32"]
     ratios = res.get("speed_vs_fastest_anchor", {})
     medians = res.get("median_speed_vs_fastest_anchor", {})
+    rounds = res.get("round_speed_vs_fastest_anchor", {})
     fastest = res.get("fastest_anchor", {}).get("best", "-")
     print(
         f"\n{res['model']}: {res['tokens_per_sentence']['mean']:.1f} tokens/sentence; fastest anchor {fastest}"
     )
     extra = [k for k in ref if k != "stsb"]
     head = (
-        f"{'runner':<24} {'best sent/s':>11} {'median':>8} {'vs fastest st (best/median)':>27} "
+        f"{'runner':<24} {'best sent/s':>11} {'median':>8} {'vs fastest st (best/median) [rounds]':>40} "
         f"{'of ceiling':>12} {'STS-B':>7} {'dSTS-B':>7}"
     )
     print(head + "".join(f" {k:>12}" for k in extra))
     for runner, t in res["timings"].items():
         q = res["quality"][runner]
         ratio = f"{ratios[runner]:.2f}x / {medians[runner]:.2f}x" if runner in ratios else "-"
+        spread = rounds.get(runner, {})
+        if spread.get("min") is not None:
+            ratio += f" [{spread['min']:.2f}-{spread['max']:.2f}]"
         share = res["fraction_of_ceiling"].get(runner)
         share = f"{share:.2f} {res['arithmetic'][runner]}" if share is not None else "-"
         line = (
-            f"{runner:<24} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>27} "
+            f"{runner:<24} {t['best_sent_per_s']:11.1f} {t['median_sent_per_s']:8.1f} {ratio:>40} "
             f"{share:>12} {q['stsb']:7.2f} {q['stsb'] - ref['stsb']:+7.2f}"
         )
         line += "".join(f" {q[k]:12.2f}" if k in q else f" {'':>12}" for k in extra)

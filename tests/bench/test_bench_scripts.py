@@ -224,14 +224,18 @@ def test_int8_bench_ceilings_per_arithmetic_and_ratios_to_the_fastest_anchor():
     ]
     assert bench.wants_bf16("on", ["avx2"]) and not bench.wants_bf16("off", ["amx_bf16"])
     timings = {
-        "sentkit int8": {"best_sent_per_s": 300.0, "median_sent_per_s": 240.0},
-        "st onnx-int8": {"best_sent_per_s": 150.0, "median_sent_per_s": 100.0},
+        "sentkit int8": {"best_sent_per_s": 300.0, "median_sent_per_s": 240.0, "seconds": [1.0, 2.0, 4.0]},
+        "st onnx-int8": {"best_sent_per_s": 150.0, "median_sent_per_s": 100.0, "seconds": [3.0, 3.0, 2.0]},
         "st openvino-int8": {"best_sent_per_s": 200.0, "median_sent_per_s": 80.0},
     }
     ratios = bench.vs_fastest_anchor(timings)
     assert ratios["fastest_anchor"] == {"best": "st openvino-int8", "median": "st onnx-int8"}
     assert ratios["speed_vs_fastest_anchor"]["sentkit int8"] == 1.5
     assert ratios["median_speed_vs_fastest_anchor"]["sentkit int8"] == 2.4
+    # round by round against the anchor fastest by median: 3/1, 3/2, 2/4
+    rounds = ratios["round_speed_vs_fastest_anchor"]["sentkit int8"]
+    assert rounds == {"each": [3.0, 1.5, 0.5], "min": 0.5, "max": 3.0}
+    assert ratios["round_speed_vs_fastest_anchor"]["st openvino-int8"]["each"] == []
     assert bench.vs_fastest_anchor({"sentkit int8": timings["sentkit int8"]}) == {}
 
 
