@@ -3,9 +3,10 @@
 For each model (minilm-en, e5-small-m), on the STS-B test sentences (1379 pairs -> 2758 sentences):
   sentkit torch fp32 (TransformerEncoder), sentkit onnx fp32, sentkit int8 (`NAME@onnx`, `NAME@int8`: the
   path sentkit/encoders/int8_choice.py picks for this CPU; where that is not onnxruntime's dynamic int8, that
-  one too as sentkit int8-dynamic), sentkit int8-static (`NAME@int8-static`: onnxruntime static QDQ) and, when openvino and nncf are installed, sentkit openvino / openvino-int8; and the
-  anchor: sentence-transformers 5.x with its torch, ONNX, ONNX dynamic-int8
-  (`export_dynamic_quantized_onnx_model`), OpenVINO and OpenVINO static-int8
+  one too as sentkit int8-dynamic), sentkit int8-static (`NAME@int8-static`: onnxruntime static QDQ) and,
+  when openvino and nncf are installed, sentkit openvino / openvino-int8; and the anchor:
+  sentence-transformers 5.x with its torch, ONNX, ONNX dynamic-int8 (`export_dynamic_quantized_onnx_model`),
+  OpenVINO and OpenVINO static-int8
   (`export_static_quantized_openvino_model`) backends. Every ratio is given against the fastest anchor
   backend of the run (and against the ONNX dynamic int8 one, as before). Where the CPU multiplies bfloat16
   natively (avx512_bf16, amx_bf16; `--bf16 on|off` overrides), sentkit's and sentence-transformers' torch

@@ -118,15 +118,10 @@ class OpenVinoEncoder(OnnxEncoder):
             self.compiled[snippets] = (compiled, [compiled.create_infer_request() for _ in range(count)])
         return self.compiled[snippets]
 
-    def open(self, path: Path):
-        _, requests = self.compiled_for(0)  # the narrow copy: most sentences
-        request = requests[0]
-
-        def run(feed):
-            request.infer(feed)
-            return request.get_output_tensor(0).data.copy()  # (batch, dim); the buffer is reused per call
-
-        return run
+    def open(self, path: Path) -> None:
+        """Compile the narrow copy (most sentences); `encode` below runs the requests itself, so there is no
+        per-batch function for OnnxEncoder.encode."""
+        self.compiled_for(0)
 
     def encode(
         self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
