@@ -1,7 +1,7 @@
 """Where an OpenVINO export spends its time: the CPU plugin's per-node counters, summed per kernel and per role.
 
     python bench/openvino_op_profile.py [--models e5-small-m,minilm-en] [--variant openvino-int8]
-                                        [--snippets auto|on|off] [--sentences 2758]
+                                        [--snippets auto|on|off] [--sentences 2758] [--anchor]
 
 Compiles `NAME@variant` (exported into the cache on first use) as `OpenVinoEncoder` does, with the plugin's
 performance counters on, and runs the first N STS-B test sentences in the encoder's own batches, one at a
@@ -10,6 +10,15 @@ time per (node type, kernel), and per role inside a transformer layer (a node's 
 taken out: `intermediate/dense/MatMul` sums that product over every layer; nodes the plugin renamed are
 summed per type), with the GOP/s of each weight product (from the batches' padded token counts). Writes
 bench/out/openvino_op_profile.json.
+
+`--anchor` also profiles sentence-transformers' own OpenVINO export of the model (the fp32 IR that
+`bench/int8_speed.py` wrote under bench/out/anchor-openvino/NAME/openvino/), compiled as that bench's
+anchor compiles it (the threads, one stream, the plugin's other defaults: on a CPU with AMX or AVX512-BF16 the
+plugin then runs it in bfloat16, read back from the compiled model), on the same batches. It then splits both
+profiles into weight products (the plugin's FullyConnected nodes) and everything else, and gives the kernel
+time ratio sentkit could reach if its int8 weight products ran at twice the anchor's rate (AMX multiplies
+int8 at twice its bfloat16 rate) and its other kernels stayed as measured: where that bound is under 2, twice
+the anchor needs the other kernels cut too.
 """
 
 from __future__ import annotations
@@ -147,8 +156,87 @@ def profile_model(
     }
 
 
+def anchor_ir(name: str) -> Path:
+    """sentence-transformers' fp32 OpenVINO export of `name`, as bench/int8_speed.py prepared it."""
+    path = (
+        Path(__file__).resolve().parent / "out" / "anchor-openvino" / name / "openvino" / "openvino_model.xml"
+    )
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing; run bench/int8_speed.py (with its OpenVINO anchor venv) first")
+    return path
+
+
+def profile_anchor(name: str, sentences: list[str], args) -> dict:
+    """The counters of sentence-transformers' OpenVINO export of `name`, compiled as the int8_speed anchor
+    compiles it, over the batches sentkit's encoder cuts from `sentences`."""
+    import numpy as np
+    import openvino as ov
+
+    from sentkit.encoders.onnx_encoder import cached_export
+    from sentkit.encoders.onnx_export import INPUTS
+    from sentkit.encoders.protocol import length_sorted_batches, padded_batch
+
+    tokenizer_side = cached_export(name, "openvino", threads=args.threads)  # the same tokens and batches
+    pad = tokenizer_side.meta["pad_token_id"]
+    config = {"INFERENCE_NUM_THREADS": args.threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"}
+    compiled = ov.Core().compile_model(str(anchor_ir(name)), "CPU", config | {"PERF_COUNT": True})
+    precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    request = compiled.create_infer_request()
+    wanted = [port.get_any_name() for port in compiled.inputs]
+    feeds = []
+    for _, features, rows, width in length_sorted_batches(tokenizer_side, sentences, args.batch_size):
+        batch = padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
+        ids = batch["input_ids"]
+        extra = {"token_type_ids": np.zeros_like(ids)}
+        feeds.append({key: (batch | extra)[key] for key in wanted})
+    for feed in feeds[:3]:
+        request.infer(feed)
+    rows = []
+    for feed in feeds:
+        request.infer(feed)
+        rows += [
+            (p.node_name, p.node_type, p.exec_type, p.real_time.total_seconds())
+            for p in request.profiling_info
+            if p.real_time.total_seconds() > 0
+        ]
+    tokens = sum(int(feed["input_ids"].size) for feed in feeds)
+    return {
+        "model": name,
+        "variant": "sentence-transformers openvino (fp32 IR)",
+        "ir": str(anchor_ir(name).relative_to(Path(__file__).resolve().parent.parent)),
+        "compile_config": config,
+        "inference_precision": precision,
+        "sentences": len(sentences),
+        "padded_tokens": tokens,
+        **summarize(rows, tokens, 1, {}),
+    }
+
+
+def split_products(res: dict) -> dict:
+    """Kernel seconds in weight products (FullyConnected nodes) and in everything else."""
+    products = sum(
+        row["seconds"] for key, row in res["by_kernel"].items() if key.startswith("FullyConnected")
+    )
+    return {"weight_products": products, "other": res["total_seconds"] - products}
+
+
+def two_x_bound(sentkit: dict, anchor: dict) -> dict:
+    """The kernel-time ratio anchor / sentkit as measured, and the most it could be with sentkit's weight
+    products at twice the anchor's rate and its other kernels as measured."""
+    ours, theirs = split_products(sentkit), split_products(anchor)
+    best = theirs["weight_products"] / 2 + ours["other"]
+    return {
+        "sentkit": ours,
+        "anchor": theirs,
+        "measured_kernel_ratio": anchor["total_seconds"] / sentkit["total_seconds"],
+        "ratio_if_products_at_twice_the_anchor_rate": anchor["total_seconds"] / best,
+        "other_kernels_allowed_for_2x": anchor["total_seconds"] / 2 - theirs["weight_products"] / 2,
+    }
+
+
 def print_profile(res: dict, top: int = 12) -> None:
-    print(f"\n{res['model']}@{res['variant']}: {res['total_seconds']:.3f} s of kernels, {res['openvino']}")
+    setting = res.get("openvino") or {"inference_precision": res.get("inference_precision")}
+    print(f"\n{res['model']}@{res['variant']}: {res['total_seconds']:.3f} s of kernels, {setting}")
     for key in ("by_kernel", "by_role"):
         for label, row in list(res[key].items())[:top]:
             print(f"  {100 * row['share']:5.1f}% {row['seconds']:7.3f} s  {label}")
@@ -166,6 +254,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--data-root", default=None)
+    parser.add_argument("--anchor", action="store_true", help="also profile sentence-transformers' export")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     snippets = {"auto": None, "on": True, "off": False}[args.snippets]
@@ -174,6 +263,17 @@ def main(argv: list[str] | None = None) -> dict:
     for name in args.models.split(","):
         models[name] = profile_model(name, args.variant, sentences, args, snippets)
         print_profile(models[name])
+        if args.anchor:
+            anchor = profile_anchor(name, sentences, args)
+            print_profile(anchor)
+            models[name]["anchor"] = anchor
+            bound = models[name]["two_x_bound"] = two_x_bound(models[name], anchor)
+            print(
+                f"\n  kernel time, anchor / sentkit: {bound['measured_kernel_ratio']:.2f}x; at most "
+                f"{bound['ratio_if_products_at_twice_the_anchor_rate']:.2f}x with int8 products at twice the "
+                f"anchor's rate; 2x needs the other kernels at {bound['other_kernels_allowed_for_2x']:.3f} s "
+                f"(now {bound['sentkit']['other']:.3f} s)"
+            )
     result = {
         "data": "STS-B test (sts-test.csv), both sentences of each pair",
         "threads": args.threads,

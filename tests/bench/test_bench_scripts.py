@@ -520,6 +520,17 @@ def test_openvino_op_profile_sums_kernels_and_layer_roles_and_rates_weight_produ
     assert res["by_role"]["Softmax (made by the plugin)"]["share"] == pytest.approx(0.2)
     assert "attention/self/query/MatMul" not in res["weight_products"]  # not in the rows: not rated
 
+    # against an anchor: 6 ms of products and 4 ms of other kernels for sentkit, 8 + 4 ms for the anchor
+    anchor = {
+        "total_seconds": 0.012,
+        "by_kernel": {"FullyConnected [brgemm_bf16]": {"seconds": 0.008}, "Add [jit]": {"seconds": 0.004}},
+    }
+    bound = bench.two_x_bound(res, anchor)
+    assert bound["sentkit"] == {"weight_products": pytest.approx(0.006), "other": pytest.approx(0.004)}
+    assert bound["measured_kernel_ratio"] == pytest.approx(1.2)
+    assert bound["ratio_if_products_at_twice_the_anchor_rate"] == pytest.approx(0.012 / (0.004 + 0.004))
+    assert bound["other_kernels_allowed_for_2x"] == pytest.approx(0.002)  # 6 ms total: 4 ms of products
+
 
 def test_openvino_op_profile_runs_an_export_with_the_encoders_settings(tmp_path):
     pytest.importorskip("openvino")

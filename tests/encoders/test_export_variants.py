@@ -420,7 +420,8 @@ def test_openvino_int8_suffix_is_calibrated_checked_and_cached(tmp_path, monkeyp
     again = load_encoder(f"{source}@openvino-int8")
     assert (again.folder / "sentkit_cache_key.json").read_text() != stamp
     assert cosines(again.encode(SENTENCES), encoder.encode(SENTENCES)).min() >= 0.99
-    # on an AMX host `@int8` is this export; without the benchmark data it is the dynamic one, saying why
+    # on an AMX host `@int8` is this export; without the benchmark data it is still this export once cached,
+    # and the dynamic one (saying why) where it would have to be calibrated
     import sentkit.encoders.int8_choice as int8_choice
 
     monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "avx512_vnni", "amx_int8"]})
@@ -428,6 +429,9 @@ def test_openvino_int8_suffix_is_calibrated_checked_and_cached(tmp_path, monkeyp
     assert chosen.folder == again.folder and chosen.runtime_info["variant"] == "openvino-int8"
     assert chosen.runtime_info["int8_choice"]["host_kind"] == "amx"
     monkeypatch.setenv("SENTKIT_DATA", str(tmp_path / "no-data"))
+    cached = load_encoder(f"{source}@int8")
+    assert cached.folder == again.folder and cached.runtime_info["variant"] == "openvino-int8"
+    monkeypatch.setenv("SENTKIT_CACHE", str(tmp_path / "empty-cache"))
     dynamic = load_encoder(f"{source}@int8")
     assert dynamic.runtime_info["variant"] == "int8-dynamic" and dynamic.folder.name.endswith("-int8")
     assert (

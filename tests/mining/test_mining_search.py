@@ -340,10 +340,10 @@ def test_hnsw_search_width_follows_what_the_graph_returns():
 @pytest.mark.parametrize(
     ("n", "lists", "nprobe", "train"),
     [
-        (1_000_000, 2048, 8, 79_872),  # 2 sqrt(n) = 2,000 -> 2,048 lists; 39 training rows a list
-        (4_000_000, 4096, 16, 159_744),
-        (300_000, 1024, 8, 65_536),  # 1,095 -> 1,024; training at least 65,536 rows
-        (20_000, 256, 8, 20_000),  # 283 -> 256 lists (20,000 / 39 = 512 allows them); all rows train
+        (1_000_000, 2048, 96, 79_872),  # 2 sqrt(n) = 2,000 -> 2,048 lists, 96 probed; 39 training rows each
+        (4_000_000, 4096, 192, 159_744),
+        (300_000, 1024, 48, 65_536),  # 1,095 -> 1,024; training at least 65,536 rows
+        (20_000, 256, 12, 20_000),  # 283 -> 256 lists (20,000 / 39 = 512 allows them); all rows train
         (3_000, 76, 8, 3_000),  # 110 -> 128, but at most 3,000 / 39 = 76 lists
     ],
 )
@@ -358,7 +358,7 @@ def test_fastscan_preset_derives_lists_probes_refine_and_training_from_n(n, list
 
 def test_fastscan_sub_quantizers_and_factory_strings_keep_their_defaults():
     assert [fastscan_pq_m(dim) for dim in (384, 768, 300, 32)] == [192, 384, 150, 16]
-    assert (fastscan_nprobe(4096), fastscan_nprobe(2048), fastscan_nprobe(4)) == (16, 8, 4)
+    assert [fastscan_nprobe(n) for n in (4096, 2048, 1000, 100, 4)] == [192, 96, 46, 8, 4]
     # a factory string or the ivfpq preset: FAISS-string defaults (nprobe 128 in approximate.py, refine 4)
     for config in (IndexConfig(kind="IVF1024,PQ96x4fs"), IndexConfig(kind="ivfpq")):
         knobs = approximate_knobs(config, "IVF1024,PQ96x4fs", 10**6)
@@ -537,7 +537,7 @@ def test_without_nprobe_an_ivf_index_probes_enough_lists_for_the_recall_target()
     assert tuning["target"] == 0.9 and tuning["queries"] == 500
     steps = [s["nprobe"] for s in tuning["ladder"]]
     assert steps[0] == 64 and tuned["nprobe"] == tuning["chosen"] == 64  # 128 asked, capped at the 64 lists
-    # the fast-scan preset starts at lists/256 (at least 8) and doubles while the sampled recall is short
+    # the fast-scan preset starts at 3/64 of the lists (at least 8) and doubles while the sampled recall is short
     config = IndexConfig(kind="ivf-fastscan", recall_queries=300, recall_target=0.95)
     _, _, tuned = search(_vectors(x), _vectors(y), 4, config)
     ladder = tuned["nprobe_tuning"]["ladder"]

@@ -165,8 +165,32 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
     if variant == "int8":
         from sentkit.encoders.int8_choice import choose_int8
 
-        choice = _with_calibration_data(choose_int8())
+        choice = choose_int8()
         concrete = choice["variant"]
+    folder, key = _cache_entry(name, concrete)
+    if choice is not None and concrete in CALIBRATED and not _cache_current(folder, key):
+        # exporting it calibrates on real sentences (a cached export is used without them)
+        choice = _with_calibration_data(choice)
+        if choice["variant"] != concrete:
+            concrete = choice["variant"]
+            folder, key = _cache_entry(name, concrete)
+    stamp = folder / CACHE_KEY_FILE
+    with cache_lock(folder):
+        if rebuild or not _cache_current(folder, key):
+            start = time.perf_counter()
+            _export(name, concrete, _options(concrete), folder)
+            seconds = round(time.perf_counter() - start, 2)
+            atomic_write_json(stamp, {"key": key, "export_seconds": seconds})
+    encoder = open_export(folder, threads=threads, name=f"{name}@{variant}")
+    encoder.runtime_info["variant"] = concrete
+    if choice is not None:
+        encoder.runtime_info["int8_choice"] = choice
+    return encoder
+
+
+def _cache_entry(name: str, concrete: str) -> tuple[Path, dict]:
+    """(folder, key) of `name` exported as the concrete variant: the folder in the cache and the key its
+    stamp must hold for the export there to be reused."""
     source = _source_key(name)
     # a local folder's cache is named by its folder name and a hash of its path: two "model" folders differ
     slug = (
@@ -175,9 +199,8 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
         else name
     )
     folder = cache_root() / "onnx" / f"{slug}-{FOLDER_SUFFIX.get(concrete, concrete)}"
-    openvino = concrete.startswith("openvino")
     options = _options(concrete)
-    if openvino:
+    if concrete.startswith("openvino"):
         from sentkit.encoders.openvino_export import openvino_versions, require_openvino
 
         require_openvino(int8=options is not None, export=True)
@@ -192,19 +215,13 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
         "check": {"min_mean_cosine": MIN_MEAN_COSINE, "size": DEFAULT_SIZE},
         **versions,
     }
-    stamp = folder / CACHE_KEY_FILE
-    with cache_lock(folder):
-        recorded = read_json_object(stamp)
-        if rebuild or recorded is None or recorded.get("key") != key or not _intact(folder):
-            start = time.perf_counter()
-            _export(name, concrete, options, folder)
-            seconds = round(time.perf_counter() - start, 2)
-            atomic_write_json(stamp, {"key": key, "export_seconds": seconds})
-    encoder = open_export(folder, threads=threads, name=f"{name}@{variant}")
-    encoder.runtime_info["variant"] = concrete
-    if choice is not None:
-        encoder.runtime_info["int8_choice"] = choice
-    return encoder
+    return folder, key
+
+
+def _cache_current(folder: Path, key: dict) -> bool:
+    """Whether `folder` holds a whole export whose stamp records `key`."""
+    recorded = read_json_object(folder / CACHE_KEY_FILE)
+    return recorded is not None and recorded.get("key") == key and _intact(folder)
 
 
 def _with_calibration_data(choice: dict) -> dict:

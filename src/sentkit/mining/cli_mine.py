@@ -107,8 +107,8 @@ def add_index_arguments(parser, positive_int) -> None:
         "--nprobe",
         type=positive_int,
         default=None,
-        help=f"IVF lists visited per query (default: chosen for --recall-target, from ivf-fastscan's "
-        f"lists/256 or {DEFAULT_NPROBE} up)",
+        help=f"IVF lists visited per query (default: chosen for --recall-target, from 3/64 of "
+        f"ivf-fastscan's lists or {DEFAULT_NPROBE} up)",
     )
     parser.add_argument(
         "--recall-target",

@@ -7,7 +7,7 @@
 - `faiss-flat`: exact, one FAISS inner-product index per block of keys, each query's top k from every
   block merged (the k best over all blocks are among the union of each block's k best);
 - `ivfpq`: stopes' (NLLB's) setting, `OPQ64,IVF<about 16 sqrt(n)>,PQ64` with nprobe 128;
-- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe lists/256, 64 x k candidates re-scored: sized
+- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe from 3/64 of the lists, 64 x k candidates re-scored: sized
   for a few CPU cores (the coarse stages are kept small, 4-bit codes scan fast, exact re-scoring fixes
   the order);
 - a factory string (`IVF4096,Flat`, `HNSW32`, ...): that index (approximate.py);
@@ -61,7 +61,7 @@ class IndexConfig:
     flat_max: int | None = None  # auto: exact while queries x keys <= flat_max^2 (None: flat_limit's)
     nlist: int | None = None  # presets' inverted lists (ivfpq: about 16 sqrt(n); ivf-fastscan: 2 sqrt(n))
     pq_m: int | None = None  # presets' sub-quantizers (ivfpq: 64 of 8 bits; ivf-fastscan: dim/2 of 4 bits)
-    nprobe: int | None = None  # IVF lists visited per query (ivf-fastscan: lists/256; else 128)
+    nprobe: int | None = None  # IVF lists visited per query (ivf-fastscan: from 3/64 of the lists; else 128)
     ef_search: int | None = None  # HNSW candidate list per query (128)
     refine: int | None = None  # candidates per wanted neighbour, re-scored exactly (ivf-fastscan 16, else 4)
     train_size: int | None = None  # rows sampled for training (ivf-fastscan: 39 per list; else 50 per list)
@@ -184,7 +184,7 @@ def preset_of(config: IndexConfig) -> str | None:
 
 def approximate_knobs(config: IndexConfig, factory: str, nk: int) -> dict:
     """nprobe, refine and training rows of an approximate search over nk keys: the flags where given, else
-    the preset's derivation (ivf-fastscan: lists/256 probes, refine 64, 39 training rows per list, at least
+    the preset's derivation (ivf-fastscan: 3/64 of the lists probed, refine 64, 39 training rows per list, at least
     65,536), else FAISS-string defaults (nprobe 128, refine 4, 50 training rows per list)."""
     lists = ivf_lists(factory)
     if preset_of(config) == "ivf-fastscan" and lists:
