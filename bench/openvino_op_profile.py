@@ -44,10 +44,11 @@ LAYER = re.compile(r"^.*?layer\.\d+/")
 def role_of(node_name: str, node_type: str) -> str:
     """`node_name` without the path up to its layer number; "outside layers/<name>" for an exported node
     outside the layers, and "<type> (made by the plugin)" for a node the plugin's passes named anew
-    (`Softmax_67009`: no layer to read)."""
+    (`Softmax_67009`: no layer to read). A product the plugin fused with its dequantization keeps the
+    product's role (`.../MatMul/DequantizationMultiply` is `.../MatMul`)."""
     stripped = LAYER.sub("", node_name, count=1)
     if stripped != node_name:
-        return stripped
+        return stripped.removesuffix("/DequantizationMultiply")
     if node_name.startswith("/"):
         return f"outside layers/{node_name.lstrip('/')}"
     return f"{node_type} (made by the plugin)"
@@ -88,6 +89,24 @@ def summarize(counters: list[tuple[str, str, str, float]], tokens: int, layers: 
         "by_role": {k: {"seconds": v, "share": v / total} for k, v in by_role.most_common()},
         "weight_products": products,
     }
+
+
+def counted_run(feeds: list[dict], request_for) -> list[tuple[str, str, str, float]]:
+    """(node name, node type, kernel, seconds) of every node that took time, over `feeds` run one at a time
+    on `request_for(feed)` (an infer request with counters on), after 3 warm-up batches: kernels are
+    generated for each new shape."""
+    for feed in feeds[:3]:
+        request_for(feed).infer(feed)
+    rows = []
+    for feed in feeds:
+        request = request_for(feed)
+        request.infer(feed)
+        rows += [
+            (p.node_name, p.node_type, p.exec_type, p.real_time.total_seconds())
+            for p in request.profiling_info
+            if p.real_time.total_seconds() > 0
+        ]
+    return rows
 
 
 def profile_model(
@@ -133,17 +152,7 @@ def profile_model(
         padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
         for _, features, rows, width in length_sorted_batches(encoder, sentences, batch_size)
     ]
-    for feed in feeds[:3]:  # warm-up: kernels are generated for each new shape
-        request_for(feed["input_ids"].shape[1]).infer(feed)
-    rows = []
-    for feed in feeds:
-        request = request_for(feed["input_ids"].shape[1])
-        request.infer(feed)
-        rows += [
-            (p.node_name, p.node_type, p.exec_type, p.real_time.total_seconds())
-            for p in request.profiling_info
-            if p.real_time.total_seconds() > 0
-        ]
+    rows = counted_run(feeds, lambda feed: request_for(feed["input_ids"].shape[1]))
     tokens = sum(int(feed["input_ids"].size) for feed in feeds)
     return {
         "model": name,
@@ -189,16 +198,7 @@ def profile_anchor(name: str, sentences: list[str], args) -> dict:
         ids = batch["input_ids"]
         extra = {"token_type_ids": np.zeros_like(ids)}
         feeds.append({key: (batch | extra)[key] for key in wanted})
-    for feed in feeds[:3]:
-        request.infer(feed)
-    rows = []
-    for feed in feeds:
-        request.infer(feed)
-        rows += [
-            (p.node_name, p.node_type, p.exec_type, p.real_time.total_seconds())
-            for p in request.profiling_info
-            if p.real_time.total_seconds() > 0
-        ]
+    rows = counted_run(feeds, lambda feed: request)
     tokens = sum(int(feed["input_ids"].size) for feed in feeds)
     return {
         "model": name,

@@ -152,7 +152,7 @@ def make_run_deltas(pick) -> Value:
 INT8_SPEED = "int8_speed_openvino_avx2.json"  # every sentence-transformers CPU backend in the same run
 
 
-INT8_SPEED_AMX = "int8_speed_amx_2core.json"  # 2 idle cores of an AMX host, every backend, OpenVINO included
+INT8_SPEED_AMX = "int8_speed_amx_2core_performance_preset.json"  # 2 idle AMX cores, every backend
 
 
 def int8(model: str, *path, file: str = INT8_SPEED) -> Value:

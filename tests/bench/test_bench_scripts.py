@@ -499,6 +499,9 @@ def test_openvino_op_profile_sums_kernels_and_layer_roles_and_rates_weight_produ
         == "intermediate/dense/MatMul"
     )
     assert role("/0/auto_model/encoder/layer.3/output/Add", "Add") == "output/Add"
+    assert role("/m/layer.2/output/dense/MatMul/DequantizationMultiply", "FullyConnectedQuantizedLegacy") == (
+        "output/dense/MatMul"
+    )
     assert role("/model/embeddings/Gather", "Gather") == "outside layers/model/embeddings/Gather"
     assert role("Softmax_67009", "Softmax") == "Softmax (made by the plugin)"
     rows = [

@@ -402,6 +402,16 @@ def test_openvino_fused_attention_kernels_are_off_on_amx_hosts_only():
     assert snippets_on(["avx2"]) is True and snippets_on(None) is True  # tests see an AVX2 host (conftest.py)
 
 
+def test_openvino_int8_is_quantized_with_symmetric_activations_on_amx_hosts_only():
+    from sentkit.encoders.onnx_encoder import _options
+    from sentkit.encoders.openvino_export import host_int8_options
+
+    assert host_int8_options(["avx2", "avx512_vnni", "amx_tile", "amx_int8"]).preset == "performance"
+    assert host_int8_options(["avx2", "avx512f", "avx512_vnni"]).preset == "mixed"
+    assert host_int8_options(None).preset == "mixed"  # tests see an AVX2 host (conftest.py)
+    assert _options("openvino-int8").preset == "mixed"  # and so does the cache key of `@openvino-int8`
+
+
 @pytest.mark.slow
 @needs_nncf
 def test_openvino_int8_suffix_is_calibrated_checked_and_cached(tmp_path, monkeypatch, data_root):
@@ -427,6 +437,8 @@ def test_openvino_int8_suffix_is_calibrated_checked_and_cached(tmp_path, monkeyp
     monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "avx512_vnni", "amx_int8"]})
     chosen = load_encoder(f"{source}@int8")
     assert chosen.folder == again.folder and chosen.runtime_info["variant"] == "openvino-int8"
+    # exported again there: AMX hosts quantize activations symmetrically, the others as NNCF's "mixed"
+    assert again.meta["int8"]["preset"] == "mixed" and chosen.meta["int8"]["preset"] == "performance"
     assert chosen.runtime_info["int8_choice"]["host_kind"] == "amx"
     monkeypatch.setenv("SENTKIT_DATA", str(tmp_path / "no-data"))
     cached = load_encoder(f"{source}@int8")

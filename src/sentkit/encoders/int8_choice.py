@@ -40,7 +40,9 @@ MEASURED: dict[str, str] = {
     "(int8_speed_amx_2core_one_stream.json, median sent/s: e5-small-m 1049 / 715 / 681 for OpenVINO / "
     "dynamic / static int8, STS-B +0.31, STS17 +0.15, Tatoeba deu -0.15 points; MiniLM 2173 / 1742 / 1678, "
     "STS-B +0.03); compiled as openvino_encoder.py does (int8_speed_amx_2core.json): e5-small-m 1082-1140 / "
-    "654, MiniLM 2108-2462 / 1655 for OpenVINO / dynamic int8",
+    "654, MiniLM 2108-2462 / 1655 for OpenVINO / dynamic int8; with symmetric activations "
+    "(int8_speed_amx_2core_performance_preset.json): e5-small-m 1198-1314 / 678 / 641, STS-B +0.35; MiniLM "
+    "2667-2684 / 1636 / 1563, STS-B +0.03 for OpenVINO / dynamic / static int8",
 }
 PENDING = "onnxruntime dynamic int8 until the other paths are measured on an idle host of this kind"
 NEEDS = {"openvino-int8": ("openvino", "nncf")}  # variants that need an optional package

@@ -249,9 +249,9 @@ def _options(variant: str):
 
         return StaticInt8Options()
     if variant == "openvino-int8":
-        from sentkit.encoders.openvino_export import OpenVinoInt8Options
+        from sentkit.encoders.openvino_export import host_int8_options
 
-        return OpenVinoInt8Options()
+        return host_int8_options()
     return None
 
 
