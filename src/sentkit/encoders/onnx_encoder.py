@@ -168,7 +168,7 @@ def cached_export(name: str, variant: str, threads: int | None = None, rebuild: 
         choice = choose_int8()
         concrete = choice["variant"]
     folder, key = _cache_entry(name, concrete)
-    if choice is not None and concrete in CALIBRATED and not _cache_current(folder, key):
+    if choice is not None and concrete in CALIBRATED and not _stamp_records(folder, key):
         # exporting it calibrates on real sentences (a cached export is used without them)
         choice = _with_calibration_data(choice)
         if choice["variant"] != concrete:
@@ -218,10 +218,15 @@ def _cache_entry(name: str, concrete: str) -> tuple[Path, dict]:
     return folder, key
 
 
-def _cache_current(folder: Path, key: dict) -> bool:
-    """Whether `folder` holds a whole export whose stamp records `key`."""
+def _stamp_records(folder: Path, key: dict) -> bool:
+    """Whether `folder`'s stamp records `key` (its files are not read: see _cache_current)."""
     recorded = read_json_object(folder / CACHE_KEY_FILE)
-    return recorded is not None and recorded.get("key") == key and _intact(folder)
+    return recorded is not None and recorded.get("key") == key
+
+
+def _cache_current(folder: Path, key: dict) -> bool:
+    """Whether `folder` holds a whole export whose stamp records `key` (its files checksummed)."""
+    return _stamp_records(folder, key) and _intact(folder)
 
 
 def _with_calibration_data(choice: dict) -> dict:

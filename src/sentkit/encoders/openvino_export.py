@@ -58,7 +58,8 @@ PRESET_BY_HOST: dict[str, str] = {"amx": "performance"}
 
 
 def host_int8_options(flags: list[str] | None = None) -> OpenVinoInt8Options:
-    """The int8 options for a CPU with `flags` (this CPU's by default): PRESET_BY_HOST's preset for its kind."""
+    """The int8 options for a CPU with `flags` (this CPU's by default): PRESET_BY_HOST's preset for its
+    kind."""
     from sentkit.encoders import int8_choice
 
     if flags is None:

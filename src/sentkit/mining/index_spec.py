@@ -117,9 +117,9 @@ FASTSCAN_DIMS_PER_CODE = 2  # ivf-fastscan: dims per 4-bit sub-quantizer (192 fo
 # ivf-fastscan: nprobe starts at 3/64 of the lists (96 of 2,048 for 1M rows). On 1M x 1M realistic rows of
 # half A (docs/results/mine_real_A_1m_nprobe_amx.json, mine_real_A_1m_nprobe_96_128_amx.json) 32, 64, 96
 # and 128 lists left the planted-pair F1 3.2, 1.3, 0.43 and 0.22 below exact search's: 96 is the fewest
-# that keep it within 0.5 there (on half B, reported: 0.69-0.77, against 2.14 at 32). Translations lie farther from their query than its same-topic neighbours, so
-# their inverted lists are probed later than the average neighbour's, and recall@k alone (0.957 at 32
-# lists) does not see them lost
+# that keep it within 0.5 there (half B, reported: 0.69-0.77, against 2.14 at 32). Translations lie
+# farther from their query than its same-topic neighbours, so their inverted lists are probed later than
+# the average neighbour's, and recall@k alone (0.957 at 32 lists) does not see them lost
 FASTSCAN_PROBE_FRACTION = (3, 64)
 FASTSCAN_MIN_NPROBE = 8
 # ivf-fastscan: candidates per wanted neighbour, re-scored exactly (256 for k = 4). On 1M x 1M realistic rows
@@ -147,6 +147,7 @@ def fastscan_pq_m(dim: int) -> int:
 
 def fastscan_nprobe(nlist: int) -> int:
     """Lists probed per query by the ivf-fastscan preset before any tuning: 3/64 of the lists (rounded
-    down), at least 8, at most the lists. The nprobe tuning (nprobe_tuning.py) starts here and only goes up."""
+    down), at least 8, at most the lists. The nprobe tuning (nprobe_tuning.py) starts here and only goes
+    up."""
     num, den = FASTSCAN_PROBE_FRACTION
     return min(nlist, max(FASTSCAN_MIN_NPROBE, nlist * num // den))

@@ -7,9 +7,9 @@
 - `faiss-flat`: exact, one FAISS inner-product index per block of keys, each query's top k from every
   block merged (the k best over all blocks are among the union of each block's k best);
 - `ivfpq`: stopes' (NLLB's) setting, `OPQ64,IVF<about 16 sqrt(n)>,PQ64` with nprobe 128;
-- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe from 3/64 of the lists, 64 x k candidates re-scored: sized
-  for a few CPU cores (the coarse stages are kept small, 4-bit codes scan fast, exact re-scoring fixes
-  the order);
+- `ivf-fastscan`: `IVF<about 2 sqrt(n)>,PQ<dim/2>x4fs`, nprobe from 3/64 of the lists, 64 x k candidates
+  re-scored: sized for a few CPU cores (the coarse stages are kept small, 4-bit codes scan fast, exact
+  re-scoring fixes the order);
 - a factory string (`IVF4096,Flat`, `HNSW32`, ...): that index (approximate.py);
 - `auto`: `flat` while src rows x tgt rows <= flat_max^2 (FLAT_MAX, or GPU_FLAT_MAX when exact search runs on
   a GPU), `ivf-fastscan` above.
