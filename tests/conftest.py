@@ -15,8 +15,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def _int8_path_of_an_avx2_host(monkeypatch):
     """`NAME@int8` picks its path from the CPU's flags (sentkit/encoders/int8_choice.py): every test sees an
     AVX2 host, so what a test loads does not depend on the machine it runs on (nor how an OpenVINO export is
-    compiled: openvino_encoder.snippets_on reads the same flags). The choices themselves are tested with
-    explicit flags."""
+    compiled or quantized: they read the same flags, through int8_choice.cpu_flags). The choices themselves
+    are tested with explicit flags."""
     import sentkit.encoders.int8_choice as int8_choice
 
     monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "fma"]})

@@ -54,12 +54,17 @@ def host_kind(flags: Sequence[str] | None) -> str:
     return next(kind for kind, needed in HOST_KINDS if needed <= have)
 
 
+def cpu_flags(flags: Sequence[str] | None = None) -> Sequence[str]:
+    """`flags`, or this CPU's when None: the one reading every per-host-kind choice uses (tests replace
+    `cpu_info` here to see one kind of host)."""
+    return cpu_info()["flags"] if flags is None else flags
+
+
 def choose_int8(flags: Sequence[str] | None = None) -> dict:
     """{"variant", "host_kind", "flags", "why"} for `@int8` on a CPU with `flags` (this CPU's by default).
 
     A variant whose package is not installed falls back to "int8-dynamic", and says so."""
-    if flags is None:
-        flags = cpu_info()["flags"]
+    flags = cpu_flags(flags)
     kind = host_kind(flags)
     variant = INT8_PATH[kind]
     why = MEASURED.get(kind) or (PENDING if variant == "int8-dynamic" else f"set for {kind} hosts")

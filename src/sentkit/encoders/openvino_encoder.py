@@ -41,9 +41,7 @@ SNIPPETS_MEASURED = {
 def snippets_on(flags: Sequence[str] | None = None) -> bool:
     """Whether OpenVINO's fused attention kernels run for narrow batches on a CPU with `flags` (this CPU's
     by default)."""
-    if flags is None:
-        flags = int8_choice.cpu_info()["flags"]  # the same reading `@int8`'s choice uses
-    return SNIPPETS.get(int8_choice.host_kind(flags), True)
+    return SNIPPETS.get(int8_choice.host_kind(int8_choice.cpu_flags(flags)), True)
 
 
 class OpenVinoEncoder(OnnxEncoder):

@@ -62,9 +62,8 @@ def host_int8_options(flags: list[str] | None = None) -> OpenVinoInt8Options:
     kind."""
     from sentkit.encoders import int8_choice
 
-    if flags is None:
-        flags = int8_choice.cpu_info()["flags"]  # the same reading `@int8`'s choice uses
-    return OpenVinoInt8Options(preset=PRESET_BY_HOST.get(int8_choice.host_kind(flags), "mixed"))
+    kind = int8_choice.host_kind(int8_choice.cpu_flags(flags))
+    return OpenVinoInt8Options(preset=PRESET_BY_HOST.get(kind, "mixed"))
 
 
 def require_openvino(int8: bool = False, export: bool = False) -> None:
