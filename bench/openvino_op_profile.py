@@ -2,6 +2,7 @@
 
     python bench/openvino_op_profile.py [--models e5-small-m,minilm-en] [--variant openvino-int8]
                                         [--snippets auto|on|off] [--sentences 2758] [--anchor]
+                                        [--activations erf,tanh,quick,relu]
 
 Compiles `NAME@variant` (exported into the cache on first use) as `OpenVinoEncoder` does, with the plugin's
 performance counters on, and runs the first N STS-B test sentences in the encoder's own batches, one at a
@@ -19,6 +20,11 @@ profiles into weight products (the plugin's FullyConnected nodes) and everything
 time ratio sentkit could reach if its int8 weight products ran at twice the anchor's rate (AMX multiplies
 int8 at twice its bfloat16 rate) and its other kernels stayed as measured: where that bound is under 2, twice
 the anchor needs the other kernels cut too.
+
+`--activations` profiles copies of the export whose feed-forward GELU nodes compute another activation
+(ACTIVATIONS), each beside the export's own, with the STS-B Spearman of the copy's vectors: what the
+first feed-forward product, which carries the activation fused in, costs with a cheaper one. A copy is a
+different model; `relu` is there as the cheapest activation the plugin fuses, a bound, not a usable model.
 """
 
 from __future__ import annotations
@@ -35,10 +41,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import provenance, write_result  # noqa: E402
-from encode_speed import stsb_test_sentences  # noqa: E402
+from encode_speed import stsb_test_gold, stsb_test_sentences  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "openvino_op_profile.json"
 LAYER = re.compile(r"^.*?layer\.\d+/")
+# --activations: name -> what the copy's GELU nodes compute instead ("erf": the export itself)
+ACTIVATIONS = {
+    "erf": "GELU with erf (the export's own)",
+    "tanh": "GELU, tanh approximation",
+    "quick": "x sigmoid(1.702 x) (OpenVINO Swish, beta 1.702)",
+    "relu": "ReLU (a bound on any activation's cost; not a usable model)",
+}
+FIRST_FFN, SECOND_FFN = "intermediate/dense/MatMul", "output/dense/MatMul"
 
 
 def role_of(node_name: str, node_type: str) -> str:
@@ -212,6 +226,78 @@ def profile_anchor(name: str, sentences: list[str], args) -> dict:
     }
 
 
+def with_activation(folder: Path, activation: str, out: Path) -> Path:
+    """`folder` (an OpenVINO export) itself for "erf"; otherwise a copy at `out` whose every Gelu node is
+    replaced by `activation` (ACTIVATIONS). Refused where the export has no Gelu node."""
+    import shutil
+
+    import numpy as np
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    if activation not in ACTIVATIONS:
+        raise SystemExit(f"--activations: {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+    if activation == "erf":
+        return folder
+    model = ov.Core().read_model(str(folder / "model.xml"))
+    gelus = [node for node in model.get_ordered_ops() if node.get_type_name() == "Gelu"]
+    if not gelus:
+        raise SystemExit(f"{folder / 'model.xml'}: no Gelu node to replace")
+    for node in gelus:
+        x = node.input_value(0)
+        if activation == "tanh":
+            replacement = ops.gelu(x, "tanh")
+        elif activation == "quick":
+            replacement = ops.swish(x, ops.constant(np.float32(1.702)))
+        else:
+            replacement = ops.relu(x)
+        for target in list(node.output(0).get_target_inputs()):
+            target.replace_source_output(replacement.output(0))
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(folder, out, ignore=shutil.ignore_patterns("model.xml", "model.bin"))
+    ov.save_model(model, str(out / "model.xml"), compress_to_fp16=False)
+    return out
+
+
+def activation_rows(name: str, sentences: list[str], gold, args, snippets: bool | None) -> dict:
+    """Per activation of `args.activations`: kernel seconds, the two feed-forward products' seconds and
+    GOP/s, and the STS-B Spearman of the vectors (`gold`: the scores of the sentence pairs)."""
+    import tempfile
+
+    from encode_speed import stsb_spearman
+    from int8_speed import model_shapes
+
+    from sentkit.encoders import load_encoder
+    from sentkit.encoders.onnx_encoder import cached_export
+    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+
+    base = cached_export(name, args.variant, threads=args.threads).folder
+    shapes = model_shapes(load_encoder(name))
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for activation in args.activations.split(","):
+            folder = with_activation(base, activation, Path(tmp) / activation)
+            res = profile_model(
+                name, f"{args.variant}+{activation}", sentences, args, snippets, folder, shapes
+            )
+            vectors = OpenVinoEncoder(folder, threads=args.threads).encode(sentences, args.batch_size)
+            rows[activation] = {
+                "computes": ACTIVATIONS[activation],
+                "total_seconds": res["total_seconds"],
+                "first_ffn": res["weight_products"][FIRST_FFN],
+                "second_ffn": res["weight_products"][SECOND_FFN],
+                "stsb_spearman": stsb_spearman(vectors, gold) if len(sentences) % 2 == 0 else None,
+            }
+            row = rows[activation]
+            print(
+                f"  {activation:<6} kernels {row['total_seconds']:.3f} s, first FFN product "
+                f"{row['first_ffn']['seconds']:.3f} s at {row['first_ffn']['gops']:.0f} GOP/s (second: "
+                f"{row['second_ffn']['gops']:.0f}), STS-B {row['stsb_spearman'] or float('nan'):.2f}"
+            )
+    return rows
+
+
 def split_products(res: dict) -> dict:
     """Kernel seconds in weight products (FullyConnected nodes) and in everything else."""
     products = sum(
@@ -255,6 +341,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--data-root", default=None)
     parser.add_argument("--anchor", action="store_true", help="also profile sentence-transformers' export")
+    parser.add_argument(
+        "--activations",
+        default="",
+        help=f"also profile copies with these activations: {', '.join(ACTIVATIONS)}",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     snippets = {"auto": None, "on": True, "off": False}[args.snippets]
@@ -274,6 +365,9 @@ def main(argv: list[str] | None = None) -> dict:
                 f"anchor's rate; 2x needs the other kernels at {bound['other_kernels_allowed_for_2x']:.3f} s "
                 f"(now {bound['sentkit']['other']:.3f} s)"
             )
+        if args.activations:
+            gold = stsb_test_gold(args.data_root)
+            models[name]["activations"] = activation_rows(name, sentences, gold, args, snippets)
     result = {
         "data": "STS-B test (sts-test.csv), both sentences of each pair",
         "threads": args.threads,

@@ -577,3 +577,42 @@ def test_int8_bench_times_onnxruntime_dynamic_int8_by_name_where_int8_runs_anoth
         assert ("sentkit int8-dynamic" in exports) is extra and calls.count("int8-dynamic") == int(extra)
         assert exports["sentkit int8"].runtime_info["variant"] == chosen and not skipped
         assert bench.arithmetic_of("sentkit int8-dynamic") == "int8"
+
+
+def test_openvino_op_profile_swaps_the_gelu_of_an_export_for_another_activation(tmp_path):
+    pytest.importorskip("openvino")
+    import openvino as ov
+
+    from conftest import make_tiny_encoder
+    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino_export import export_openvino
+
+    bench = _bench("openvino_op_profile")
+    tiny = make_tiny_encoder(pooling="mean").eval()
+    folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
+    assert bench.with_activation(folder, "erf", tmp_path / "erf") == folder  # the export itself
+
+    def types(path):
+        return [op.get_type_name() for op in ov.Core().read_model(str(path / "model.xml")).get_ordered_ops()]
+
+    gelus = types(folder).count("Gelu")
+    assert gelus == 2  # one per layer of the tiny model
+    sentences = [f"sentence {i} " * (1 + i % 5) for i in range(12)]
+
+    def unit(vectors):
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    own = unit(OpenVinoEncoder(folder, threads=1).encode(sentences))
+    cosine = {}
+    for activation, op in (("tanh", "Gelu"), ("quick", "Swish"), ("relu", "Relu")):
+        copy = bench.with_activation(folder, activation, tmp_path / activation)
+        assert types(copy).count(op) == gelus and (op == "Gelu" or "Gelu" not in types(copy))
+        assert (copy / "sentkit_onnx.json").is_file() and (folder / "model.xml").is_file()  # export untouched
+        vectors = unit(OpenVinoEncoder(copy, threads=1).encode(sentences))
+        cosine[activation] = float((own * vectors).sum(axis=1).min())
+    # tanh and x sigmoid(1.702 x) approximate erf's GELU; ReLU drops the negative part GELU keeps, and
+    # moves the vectors a hundred times as far
+    assert cosine["tanh"] > 0.99999 and cosine["quick"] > 0.99999
+    assert 1 - cosine["relu"] > 100 * max(1 - cosine["tanh"], 1 - cosine["quick"])
+    with pytest.raises(SystemExit, match="not one of"):
+        bench.with_activation(folder, "silu", tmp_path / "silu")
