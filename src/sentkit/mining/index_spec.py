@@ -117,9 +117,10 @@ FASTSCAN_DIMS_PER_CODE = 2  # ivf-fastscan: dims per 4-bit sub-quantizer (192 fo
 # ivf-fastscan: nprobe starts at 3/64 of the lists (96 of 2,048 for 1M rows). On 1M x 1M realistic rows of
 # half A (docs/results/mine_real_A_1m_nprobe_amx.json, mine_real_A_1m_nprobe_96_128_amx.json) 32, 64, 96
 # and 128 lists left the planted-pair F1 3.2, 1.3, 0.43 and 0.22 below exact search's: 96 is the fewest
-# that keep it within 0.5 there (half B, reported: 0.69-0.77, against 2.14 at 32). Translations lie
-# farther from their query than its same-topic neighbours, so their inverted lists are probed later than
-# the average neighbour's, and recall@k alone (0.957 at 32 lists) does not see them lost
+# that keep it within 0.5 there. Half B, reported: 0.69-0.77 at 96 (2.14 at 32), and 0.42 at 128 in 769 s
+# of mining, past 10 minutes on 2 cores. Translations lie farther from their query than its same-topic
+# neighbours, so their inverted lists are probed later than the average neighbour's, and recall@k alone
+# (0.957 at 32 lists) does not see them lost
 FASTSCAN_PROBE_FRACTION = (3, 64)
 FASTSCAN_MIN_NPROBE = 8
 # ivf-fastscan: candidates per wanted neighbour, re-scored exactly (256 for k = 4). On 1M x 1M realistic rows
