@@ -171,6 +171,7 @@ def profile_model(
     return {
         "model": name,
         "variant": variant,
+        "folder": str(folder),
         "sentences": len(sentences),
         "padded_tokens": tokens,
         "openvino": encoder.runtime_info["openvino"],
@@ -260,20 +261,17 @@ def with_activation(folder: Path, activation: str, out: Path) -> Path:
     return out
 
 
-def activation_rows(name: str, sentences: list[str], gold, args, snippets: bool | None) -> dict:
-    """Per activation of `args.activations`: kernel seconds, the two feed-forward products' seconds and
-    GOP/s, and the STS-B Spearman of the vectors (`gold`: the scores of the sentence pairs)."""
+def activation_rows(profiled: dict, sentences: list[str], gold, args, snippets: bool | None) -> dict:
+    """Per activation of `args.activations`, on copies of the export `profiled` (profile_model's result):
+    kernel seconds, the two feed-forward products' seconds and GOP/s, and the STS-B Spearman of the vectors
+    (`gold`: the scores of the sentence pairs)."""
     import tempfile
 
     from encode_speed import stsb_spearman
-    from int8_speed import model_shapes
 
-    from sentkit.encoders import load_encoder
-    from sentkit.encoders.onnx_encoder import cached_export
     from sentkit.encoders.openvino_encoder import OpenVinoEncoder
 
-    base = cached_export(name, args.variant, threads=args.threads).folder
-    shapes = model_shapes(load_encoder(name))
+    name, base, shapes = profiled["model"], Path(profiled["folder"]), profiled["shapes"]
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for activation in args.activations.split(","):
@@ -367,7 +365,7 @@ def main(argv: list[str] | None = None) -> dict:
             )
         if args.activations:
             gold = stsb_test_gold(args.data_root)
-            models[name]["activations"] = activation_rows(name, sentences, gold, args, snippets)
+            models[name]["activations"] = activation_rows(models[name], sentences, gold, args, snippets)
     result = {
         "data": "STS-B test (sts-test.csv), both sentences of each pair",
         "threads": args.threads,

@@ -556,6 +556,24 @@ def test_openvino_op_profile_runs_an_export_with_the_encoders_settings(tmp_path)
     assert res["total_seconds"] == pytest.approx(sum(r["seconds"] for r in res["by_role"].values()))
     assert res["padded_tokens"] >= sum(len(s.split()) for s in sentences)
     assert set(res["weight_products"]) == set(bench.product_shapes(32, 64))  # every product found by name
+    assert res["folder"] == str(folder)
+
+    # the same batches on a copy with ReLU in place of the GELU, beside the export itself
+    args.variant, args.activations = "openvino", "erf,relu"
+    gold = np.arange(len(sentences) // 2, dtype=float)
+    rows = bench.activation_rows(res, sentences, gold, args, snippets=False)
+    assert list(rows) == ["erf", "relu"] and rows["relu"]["computes"] == bench.ACTIVATIONS["relu"]
+    for row in rows.values():
+        assert (
+            row["first_ffn"]["gops"] > 0 and row["total_seconds"] > 0 and -100 <= row["stsb_spearman"] <= 100
+        )
+    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+
+    vectors = OpenVinoEncoder(folder, threads=2).encode(sentences, batch_size=8)
+    a, b = vectors[0::2], vectors[1::2]
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    expected = 100 * np.corrcoef(np.argsort(np.argsort(cos)), np.argsort(np.argsort(gold)))[0, 1]
+    assert rows["erf"]["stsb_spearman"] == pytest.approx(expected)  # pairs (2i, 2i + 1) against gold[i]
 
 
 def test_int8_bench_times_onnxruntime_dynamic_int8_by_name_where_int8_runs_another_path(monkeypatch):
