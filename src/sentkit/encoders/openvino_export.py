@@ -11,6 +11,7 @@ the activation statistics. The folder holds the same `sentkit_onnx.json` contrac
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +58,7 @@ class OpenVinoInt8Options:
 PRESET_BY_HOST: dict[str, str] = {"amx": "performance"}
 
 
-def host_int8_options(flags: list[str] | None = None) -> OpenVinoInt8Options:
+def host_int8_options(flags: Sequence[str] | None = None) -> OpenVinoInt8Options:
     """The int8 options for a CPU with `flags` (this CPU's by default): PRESET_BY_HOST's preset for its
     kind."""
     from sentkit.encoders import int8_choice

@@ -63,7 +63,7 @@ class IndexConfig:
     pq_m: int | None = None  # presets' sub-quantizers (ivfpq: 64 of 8 bits; ivf-fastscan: dim/2 of 4 bits)
     nprobe: int | None = None  # IVF lists visited per query (ivf-fastscan: from 3/64 of the lists; else 128)
     ef_search: int | None = None  # HNSW candidate list per query (128)
-    refine: int | None = None  # candidates per wanted neighbour, re-scored exactly (ivf-fastscan 16, else 4)
+    refine: int | None = None  # candidates per wanted neighbour, re-scored exactly (ivf-fastscan 64, else 4)
     train_size: int | None = None  # rows sampled for training (ivf-fastscan: 39 per list; else 50 per list)
     seed: int = 0  # training sample, k-means, recall sample
     exact_dtype: str = "auto"  # product dtype of exact search: auto, float32, bfloat16
