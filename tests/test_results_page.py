@@ -1,10 +1,13 @@
-"""Every number of the README's results table comes from a file in docs/results: the table is parsed, and the
-numbers of each row (all columns but the paper's and the link), in reading order, must equal the values
-listed for that row below, to the digits printed; each row's verdict must be the one in verdicts.json.
+"""Every number of docs/results.md comes from a file in docs/results: each table is parsed, and the numbers
+of each row (all columns but the paper's and the link), in reading order, must equal the values listed for
+that row below, to the digits printed; each verdict must be the one its file gives (the Holm-adjusted one
+for an exploratory row), and the confirmations are recomputed from the committed per-item values where the
+repository holds them.
 
-Keeping it up: a row of the table is one entry of ROWS, in the same order, whose `numbers` name where each
-printed number comes from (a file in docs/results and the path inside it, or a small computation on them).
-Editing a number in the README, or a results file, without the other makes this test fail.
+Keeping it up: a row of a table is one entry of ROWS (development runs) or SPEED, in the same order, whose
+`numbers` name where each printed number comes from (a file in docs/results and the path inside it, or a
+small computation on them). Editing a number on the page, or a results file, without the other makes this
+test fail.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "results.md"
 RESULTS = ROOT / "docs" / "results"
 # the first cell (the method's name) is the row's key; the paper's cells are quoted from the paper; the
 # last column is a link
 UNCHECKED = ("paper", "write-up")
+EXPLORATORY = "exploratory:"  # the verdict of an exploratory row: the one at its Holm-adjusted p
 STAGE = re.compile(r"\bstage \d( \+ \d)?")  # JCSE's "stage 1", "stage 1 + 2": names, not numbers
 # a number that stands alone: not part of a name (e5-small-m, STS17, MewsC-16, 1-NN, fp32), optionally
 # "<" (a p-value below it), a sign, a thousands comma; "x" (a ratio) may follow
@@ -81,6 +85,17 @@ def judged(file: str, method: str, baseline: str, task: str, *path) -> Value:
         return value
 
     return Value("verdicts.json", f"{file}: {method} vs {baseline}, {task}: {'/'.join(map(str, path))}", get)
+
+
+def holm_p(file: str, method: str, baseline: str, task: str) -> Value:
+    """The Holm-adjusted p-value of an exploratory row (rejudge_docs.py)."""
+    return judged(file, method, baseline, task, "holm", "p")
+
+
+def no_effect_rate(file: str, method: str, baseline: str, task: str) -> Value:
+    """How often *suggestive* fires with no effect at the row's spread, in percent."""
+    row = judged(file, method, baseline, task, "suggestive_no_effect_rate", "rate")
+    return calc("verdicts.json", row.where, lambda d: 100 * row())
 
 
 def claim(file: str, method: str, baseline: str, task: str) -> list[Value]:
@@ -274,12 +289,19 @@ ROWS = [
             row_stat(EMU, "emu", TITLES),
             row_stat(EMU, "emu", TITLES, "sd"),
             *claim(EMU, "emu", "emu-no-ld", TITLES),
+            holm_p(EMU, "emu", "emu-no-ld", TITLES),
         ],
         verdict=(EMU, "emu", "emu-no-ld", TITLES),
     ),
     Row(
         "Emu",
-        [row_stat(EMU, "base", BODY), row_stat(EMU, "emu", BODY), *claim(EMU, "emu", "base", BODY)],
+        [
+            row_stat(EMU, "base", BODY),
+            row_stat(EMU, "emu", BODY),
+            *claim(EMU, "emu", "base", BODY),
+            holm_p(EMU, "emu", "base", BODY),
+            no_effect_rate(EMU, "emu", "base", BODY),
+        ],
         verdict=(EMU, "emu", "base", BODY),
     ),
     Row(
@@ -297,6 +319,7 @@ ROWS = [
             at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "ci", 0),
             at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "ci", 1),
             *claim(*JCSE_MAIN)[3:],
+            no_effect_rate(*JCSE_MAIN),
         ],
         verdict=JCSE_MAIN,
     ),
@@ -306,6 +329,7 @@ ROWS = [
             row_stat(JM, "minilm-en/direct", "jacsts"),
             row_stat(JM, "minilm-en/stage1", "jacsts"),
             *claim(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
+            holm_p(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
         ],
         verdict=(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
     ),
@@ -316,16 +340,18 @@ ROWS = [
             row_stat(JM, "minilm-en/stage1+2", "jacsts"),
             row_stat(JM, "minilm-en/stage1+2", "jacsts", "sd"),
             *claim(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
+            holm_p(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
         ],
         verdict=(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
     ),
     Row(
-        "JCSE stage 1 (main claim)",
+        "JCSE stage 1 over SimCSE",
         [
             n_seeds(JE),
             row_stat(JE, "e5-small-m/unsup", "jacsts"),
             row_stat(JE, "e5-small-m/stage1", "jacsts"),
             *claim(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
+            holm_p(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
         ],
         verdict=(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
     ),
@@ -351,9 +377,13 @@ ROWS = [
             *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[3:6],
             *claim(AMR, "e5-small-m/weighted", "e5-small-m/s", "stsb")[3:6],
             *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[6:],
+            holm_p(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb"),
+            holm_p(AMR, "e5-small-m/weighted", "e5-small-m/s", "stsb"),
         ],
         verdict=(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb"),
     ),
+]
+SPEED = [
     Row(
         "int8 ONNX",
         [
@@ -409,9 +439,12 @@ def first_table(text: str) -> tuple[list[str], list[list[str]]]:
     return cells[0], cells[2:]
 
 
-def results_table(text: str) -> tuple[list[str], list[list[str]]]:
-    """(header cells, body rows' cells) of the first table under the README's "## Results"."""
-    return first_table(text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0])
+def section_table(text: str, heading: str) -> tuple[list[str], list[list[str]]]:
+    """(header cells, body rows' cells) of the first table under the page's heading `heading` ("## ...")."""
+    return first_table(text.split(f"\n{heading}\n", 1)[1])
+
+
+TABLES = {"## Development runs": ROWS, "## Speed": SPEED}  # heading -> its rows, in order
 
 
 def numbers_of(cells: list[str], header: list[str]) -> list[str]:
@@ -439,40 +472,84 @@ def mismatches(cells: list[str], header: list[str], row: Row) -> list[str]:
         if not agrees(text, value):
             problems.append(f"{text} printed, {value!r} in {source.file} ({source.where})")
     if row.verdict:
-        verdict = cells[header.index("verdict")].strip("* ").split()[0].strip("*:;")
-        expected = verdict_row(*row.verdict)["verdict"]
+        cell = cells[header.index("verdict")]
+        judged = verdict_row(*row.verdict)
+        exploratory = judged["role"] == "exploratory"
+        if cell.startswith(EXPLORATORY) != exploratory:
+            problems.append(f"{cell!r}: the row is {judged['role']} in verdicts.json")
+        verdict = cell.removeprefix(EXPLORATORY).strip("* ").split()[0].strip("*:;")
+        expected = judged["holm"]["verdict"] if exploratory else judged["verdict"]
         if verdict != expected:
             problems.append(f"verdict {verdict!r} printed, {expected!r} in verdicts.json")
     return problems
 
 
-def test_every_number_of_the_results_table_is_in_its_file():
-    header, body = results_table(README.read_text(encoding="utf-8"))
-    assert header[: len(("method", "start model, data"))] == ["method", "start model, data"]
-    assert all(name in header for name in (*UNCHECKED, "verdict")), header
-    assert [cells[0] for cells in body] == [row.method for row in ROWS], "a row was added, removed or moved"
+@pytest.mark.parametrize("heading", list(TABLES))
+def test_every_number_of_the_development_and_speed_tables_is_in_its_file(heading):
+    rows = TABLES[heading]
+    header, body = section_table(PAGE.read_text(encoding="utf-8"), heading)
+    assert "write-up" in header and ("verdict" in header) == (heading == "## Development runs"), header
+    assert [cells[0] for cells in body] == [row.method for row in rows], "a row was added, removed or moved"
     problems = {
         f"{cells[0]} | {cells[1]}": found
-        for cells, row in zip(body, ROWS)
+        for cells, row in zip(body, rows)
         if (found := mismatches(cells, header, row))
     }
     assert not problems, json.dumps(problems, indent=1)
+
+
+def test_only_the_pre_registered_claims_are_primary():
+    """Every row of a development file but the pre-registered main claim's is exploratory, with a
+    Holm-adjusted p at least its own and the family's size; the main claims are the confirmations'."""
+    files = load("verdicts.json")["files"]
+    primary = {
+        f: [(r["method"], r["baseline"], r["task"]) for r in rows if r["role"] == "primary"]
+        for f, rows in files.items()
+    }
+    assert primary["emu.json"] == [MAIN_EMU[1:]] and primary["jcse_minilm.json"] == [JCSE_MAIN[1:]]
+    assert primary["confirm/jcse.json"] == [JCSE_MAIN[1:]] and primary["jcse_e5.json"] == []
+    for rows in files.values():
+        exploratory = [r for r in rows if r["role"] == "exploratory"]
+        for r in exploratory:
+            assert r["holm"]["family"] == len(exploratory)
+            assert r["holm"]["p"] >= r["seed_aware"]["p_value"] - 1e-12
+
+
+def test_the_suggestive_no_effect_table_is_in_verdicts_json():
+    text = PAGE.read_text(encoding="utf-8").split("## Reading the verdicts", 1)[1]
+    header, rows = first_table(text)
+    table = load("verdicts.json")["suggestive_no_effect"]
+    assert [float(NUMBER.search(h).group(1)) for h in header[1:]] == table["ratios"]
+    assert [r[0] for r in rows] == list(table["rates"])
+    for cells in rows:
+        for printed, rate in zip(cells[1:], table["rates"][cells[0]], strict=True):
+            assert agrees(printed.rstrip("%"), 100 * rate), (cells[0], printed, rate)
 
 
 @pytest.mark.parametrize(
     "old,new",
     [
         ("| 17.82 ± 1.39 | +0.92 [+0.59, +1.27]", "| 17.82 ± 1.39 | +0.93 [+0.59, +1.27]"),  # a number edited
-        ("[-0.97, +4.34] p 0.131 | 3.44 | suggestive", "[-0.97, +4.34] p 0.131 | 3.44 | **reproduced**"),
-        ("1.37x (STS-B -0.005)", "1.37x (STS-B -0.01)"),  # a difference of rounded numbers
+        (
+            "[-0.97, +4.34] p 0.131 | 3.44 | - | suggestive",
+            "[-0.97, +4.34] p 0.131 | 3.44 | - | **reproduced**",
+        ),
+        ("p 0.016 | 3.83 | 0.081 | exploratory: suggestive", "p 0.016 | 3.83 | 0.081 | **reproduced**"),
+        ("| 0.33 | 0.229 |", "| 0.33 | 0.115 |"),  # the uncorrected p where the Holm p belongs
         ("30 steps, 3 seeds | MewsC-16", "30 steps, 5 seeds | MewsC-16"),
+        ("1.37x (STS-B -0.005)", "1.37x (STS-B -0.01)"),  # a difference of rounded numbers
     ],
 )
 def test_an_edited_number_or_verdict_is_caught(old, new):
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     assert old in text
-    header, body = results_table(text.replace(old, new, 1))
-    assert any(mismatches(cells, header, row) for cells, row in zip(body, ROWS))
+    edited = text.replace(old, new, 1)
+    assert any(
+        mismatches(cells, header, row)
+        for heading, rows in TABLES.items()
+        for header, body in [section_table(edited, heading)]
+        for cells, row in zip(body, rows)
+    )
 
 
 def test_number_pattern_skips_names_and_reads_signs_ratios_and_thresholds():
@@ -573,7 +650,7 @@ CONFIRMATIONS = {  # the first word of a row -> its numbers, in reading order, a
 
 def test_every_number_of_the_confirmations_table_is_in_its_file():
     header, rows = first_table(
-        README.read_text(encoding="utf-8").split("**Pre-registered confirmations.**")[1]
+        PAGE.read_text(encoding="utf-8").split("\n## Pre-registered confirmations\n")[1]
     )
     assert [r[0].split(":")[0].split()[0] for r in rows] == list(CONFIRMATIONS)
     for cells in rows:
@@ -608,11 +685,13 @@ TEN_SEEDS = {  # the first word of a row -> (stored comparison, folder pairs, ba
 
 def test_the_ten_seed_table_is_the_comparison_of_both_seed_sets():
     """Seeds 45-49 and 50-54 pooled: recomputed from the per-model files of both folders, equal to the
-    stored comparison, and every number and verdict of the README's secondary table taken from it."""
+    stored comparison, and every number and verdict of the page's ten-seed table taken from it."""
     from sentkit.compare import compare_seeds
     from sentkit.stats.seeds import verdict
 
-    header, rows = first_table(README.read_text(encoding="utf-8").split("**Ten seeds (secondary).**")[1])
+    header, rows = section_table(
+        PAGE.read_text(encoding="utf-8"), "## Ten seeds: an extension added after the confirmations"
+    )
     assert [r[0].split(":")[0].split()[0] for r in rows] == list(TEN_SEEDS)
     for cells in rows:
         stored, folders, a, b, task, effect = TEN_SEEDS[cells[0].split(":")[0].split()[0]]
