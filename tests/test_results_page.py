@@ -711,3 +711,74 @@ def test_the_ten_seed_table_is_the_comparison_of_both_seed_sets():
             assert agrees(text, value), (cells[0], text, value)
         expected = verdict(record, +1, effect)["verdict"]
         assert cells[header.index("verdict")].strip("* ").split()[0].strip("*:;") == expected
+
+
+# ---- held-out items that repeat development text -----------------------------------------------------------
+def test_the_overlap_counts_and_sensitivity_table_are_overlap_json():
+    page = PAGE.read_text(encoding="utf-8")
+    overlap = load("confirm/overlap.json")
+    mewsc, marc = overlap["mewsc16_holdout_in_mewsc16_100"], overlap["marc_holdout_in_emu_dev_sets"]
+    sampled = overlap["marc_holdout_in_emu_training_rows"]
+    assert f"**MewsC-16**: {mewsc['total']} of the {mewsc['of']:,} held-out" in page
+    assert f"{mewsc['per_language']['ca']} of them Catalan" in page
+    assert f"**MARC**: {marc['total']} of the {marc['of']:,} held-out reviews" in page
+    assert (
+        f"{sampled['total']} of them (Chinese)" in page and sampled["total"] == sampled["per_language"]["zh"]
+    )
+    header, rows = first_table(page.split("### Held-out items that repeat development text", 1)[1])
+    assert [(r[0], r[1]) for r in rows] == [("Emu", "5"), ("Emu", "10"), ("EASE", "5"), ("EASE", "10")]
+    for cells in rows:
+        seeds = "five seeds (45-49)" if cells[1] == "5" else "ten seeds (45-54)"
+        entry = overlap["sensitivity"][cells[0].lower()][seeds]
+        kept = entry["without the overlap"]
+        assert kept["items"] == entry["all items"]["items"] - (marc if cells[0] == "Emu" else mewsc)["total"]
+        values = [len(entry["seeds"]), kept["items"], kept["delta"], *kept["ci"], kept["p_value"]]
+        printed = [m.group(1) for cell in cells[1:-1] for m in NUMBER.finditer(cell)]
+        assert len(printed) == len(values) + 1, (cells, printed)  # + detectable
+        for text, value in zip(printed, [*values, kept["detectable"]]):
+            assert agrees(text, value), (cells, text, value)
+        assert cells[-1].strip("* ") == kept["verdict"]
+        # with every item, the comparison is the pre-registered one the tables above print
+        stored = load(
+            f"confirm/{cells[0].lower()}_{'holdout/compare' if cells[1] == '5' else 'ten_seeds'}.json"
+        )
+        record = next(iter(stored["tasks"].values()))["scores"]["main_score"]
+        assert entry["all items"]["ci"] == pytest.approx(record["ci"], rel=1e-9, abs=1e-12)
+
+
+def test_overlap_json_is_what_holdout_overlap_computes(data_root, monkeypatch, tmp_path):
+    """The overlap is counted on the real files, and the comparisons without it recomputed from the
+    committed per-item values: the same record as docs/results/confirm/overlap.json."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    monkeypatch.chdir(ROOT)
+    import holdout_overlap
+
+    out = tmp_path / "overlap.json"
+    holdout_overlap.main(["--results", "docs/results", "--out", str(out), "--data-root", str(data_root)])
+    fresh, stored = json.loads(out.read_text(encoding="utf-8")), load("confirm/overlap.json")
+    for key in (
+        "mewsc16_holdout_in_mewsc16_100",
+        "marc_holdout_in_emu_dev_sets",
+        "marc_holdout_in_emu_training_rows",
+    ):
+        assert fresh[key] == stored[key]
+    for name, seeds in stored["sensitivity"].items():
+        for label, entry in seeds.items():
+            for part in ("all items", "without the overlap"):
+                got, want = fresh["sensitivity"][name][label][part], entry[part]
+                assert got["items"] == want["items"] and got["verdict"] == want["verdict"]
+                assert got["ci"] == pytest.approx(want["ci"], rel=1e-9, abs=1e-12)
+
+
+def test_which_confirmations_recompute_from_the_repository():
+    """Emu's and EASE's confirmations have every per-item sidecar beside their results (their tests above
+    recompute them); JCSE's and AMR's name evaluations the repository does not hold, and the page says
+    that their verdicts cannot be recomputed from it."""
+    for folder in ("emu_holdout", "ease_holdout", "emu_holdout_50_54", "ease_holdout_50_54"):
+        files = sorted((RESULTS / "confirm" / folder).glob("*/*.json"))
+        assert len(files) == 10 and all(f.with_suffix(".items.npz").is_file() for f in files)
+    for name in ("jcse", "amr"):
+        data = load(f"confirm/{name}.json")
+        named = [e["results"] for rows in data["scored"].values() for e in rows.values()]
+        assert named and not any((RESULTS / "confirm" / path).exists() for path in named)
+    assert "these two\nverdicts cannot be recomputed from it" in PAGE.read_text(encoding="utf-8")
