@@ -782,3 +782,28 @@ def test_which_confirmations_recompute_from_the_repository():
         named = [e["results"] for rows in data["scored"].values() for e in rows.values()]
         assert named and not any((RESULTS / "confirm" / path).exists() for path in named)
     assert "these two\nverdicts cannot be recomputed from it" in PAGE.read_text(encoding="utf-8")
+
+
+def test_an_exploratory_row_is_judged_at_its_holm_p(monkeypatch):
+    """A reproduced row whose Holm p reaches alpha falls back to the items' CI (suggestive) or, without it,
+    to inconclusive; one still below alpha stays reproduced (or opposite on the other side)."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from rejudge_docs import holm_verdict
+
+    row = {
+        "pooled": {"ci": [0.2, 1.8], "deltas": [0.9, 1.1, 1.0]},
+        "seed_aware": {"ci": [0.1, 1.9], "p_value": 0.02, "detectable": 1.3},
+        "direction": 1,
+        "effect": None,
+    }
+    assert holm_verdict(row, 0.04)["verdict"] == "reproduced"
+    assert holm_verdict(row, 0.08) == {
+        "verdict": "suggestive",
+        "why": "only the item-level CI excludes 0; Holm p 0.080",
+    }
+    assert (
+        holm_verdict({**row, "pooled": {**row["pooled"], "ci": [-0.1, 1.8]}}, 0.08)["verdict"]
+        == "inconclusive"
+    )
+    assert holm_verdict({**row, "direction": -1}, 0.04)["verdict"] == "opposite"
+    assert holm_verdict({**row, "direction": -1}, 0.06)["verdict"] == "inconclusive"
