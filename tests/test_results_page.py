@@ -820,3 +820,15 @@ def test_an_exploratory_row_is_judged_at_its_holm_p(monkeypatch):
     )
     assert holm_verdict({**row, "direction": -1}, 0.04)["verdict"] == "opposite"
     assert holm_verdict({**row, "direction": -1}, 0.06)["verdict"] == "inconclusive"
+
+
+def test_the_qabot_sentence_is_the_exploratory_row_of_jcse_confirmation():
+    row = verdict_row("confirm/jcse.json", "minilm-en/stage1", "minilm-en/unsup", "qabot")
+    seeds, holm = row["seed_aware"], row["holm"]
+    text = (
+        f"gives {row['pooled']['delta']:+.2f} [{seeds['ci'][0]:+.2f}, {seeds['ci'][1]:+.2f}] "
+        f"(p {seeds['p_value']:.3f}): Holm p {holm['p']:.3f} over its file's {holm['family']} exploratory rows, "
+        f"so\n*exploratory: {holm['verdict']}* (at its spread, suggestive fires "
+        f"{100 * row['suggestive_no_effect_rate']['rate']:.0f}% of the time with no effect)"
+    )
+    assert text in PAGE.read_text(encoding="utf-8")
