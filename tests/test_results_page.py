@@ -581,8 +581,13 @@ def test_verdicts_json_is_what_rejudge_docs_computes(monkeypatch, tmp_path):
     shutil.copytree(RESULTS, copy, ignore=shutil.ignore_patterns("*.png"))
     rejudge_docs.main(["--results", str(copy)])
     assert json.loads((copy / "verdicts.json").read_text(encoding="utf-8")) == load("verdicts.json")
-    for table in sorted((RESULTS / "tables").glob("*.md")):
-        assert (copy / "tables" / table.name).read_text(encoding="utf-8") == table.read_text(encoding="utf-8")
+    tables = [RESULTS / "tables" / f"{Path(name).stem}.md" for name in rejudge_docs.FILES]
+    tables += [(RESULTS / name).with_suffix(".md") for name in rejudge_docs.CONFIRM]
+    assert set(tables) >= set((RESULTS / "tables").glob("*.md"))
+    for table in tables:
+        assert (copy / table.relative_to(RESULTS)).read_text(encoding="utf-8") == table.read_text(
+            encoding="utf-8"
+        )
 
 
 # ---- the pre-registered confirmations' table ---------------------------------------------------------------
