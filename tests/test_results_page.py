@@ -837,3 +837,26 @@ def test_the_qabot_sentence_is_the_exploratory_row_of_jcse_confirmation():
         f"{100 * row['suggestive_no_effect_rate']['rate']:.0f}% of the time with no effect)"
     )
     assert text in PAGE.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "folder,a,b,task",
+    [
+        ("emu_holdout", "emu-no-ld", "emu", "knn-marc-category-body-holdout"),
+        ("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout"),
+    ],
+)
+def test_sentkit_compare_recomputes_the_confirmation_from_the_repository(
+    folder, a, b, task, tmp_path, monkeypatch
+):
+    """The page's command, as a user runs it from a clone: the comparison it writes is the stored one."""
+    from sentkit.cli import main
+
+    monkeypatch.chdir(ROOT)
+    root = Path("docs/results/confirm") / folder
+    out = tmp_path / "compare.json"
+    assert main(["compare", "--a", str(root / a), "--b", str(root / b), "--out", str(out)]) == 0
+    fresh = json.loads(out.read_text(encoding="utf-8"))["tasks"][task]["scores"]["main_score"]
+    stored = load(f"confirm/{folder}/compare.json")["tasks"][task]["scores"]["main_score"]
+    for key in ("delta", "ci", "p_value", "detectable", "deltas"):
+        assert fresh[key] == pytest.approx(stored[key], rel=1e-9, abs=1e-12), key
