@@ -1,11 +1,20 @@
 """Judge the method examples' results files in docs/results again with the seed-aware verdict and each
-example's current claims (the paper's effects included), then write what the README and the method pages
-quote: docs/results/verdicts.json, and the "Against the baseline" section of each docs/results/tables/*.md.
+example's current claims (the paper's effects included), correct the secondary verdicts for multiplicity,
+then write what docs/results.md and the method pages quote: docs/results/verdicts.json, and the "Against
+the baseline" section of each docs/results/tables/*.md and docs/results/confirm/*.md.
 
-docs/results keeps no per-item values (the evaluations under each run's evals/ are not committed), so every
-seed-aware record is rebuilt from the per-seed differences and the item-level CI the summary keeps, the
-items' variance read off that CI's width (`seeds.rejudge`, source "summary"): an approximation of what the
-example computes from the items, and labelled so in both outputs.
+The development runs' results files (FILES) keep no per-item values (the evaluations under each run's
+evals/ are not committed), so every seed-aware record is rebuilt from the per-seed differences and the
+item-level CI the summary keeps, the items' variance read off that CI's width (`seeds.rejudge`, source
+"summary"): an approximation of what the example computes from the items, and labelled so in both outputs.
+The confirmation runs' files (CONFIRM) keep the records their example computed from the per-item values
+when it ran (source "items"); they are taken as they are.
+
+Multiplicity (docs/results.md, "Reading the verdicts"): in each file, the comparison a method's
+pre-registered main claim names (PRIMARY, docs/preregistration.md) keeps its verdict; every other claim and
+task of the file is exploratory, and its verdict is taken again at its Holm-adjusted p-value over all of
+them (`sentkit.stats.multiplicity.holm`). The rate at which *suggestive* fires with no effect is computed
+for the docs' table and for each row that says it (`sentkit.stats.null_rate`).
 
     python examples/rejudge_docs.py [--results docs/results]
 """
@@ -16,7 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
-from seeds import Row, against_baseline_markdown, rejudge
+from seeds import SUGGESTIVE, Row, against_baseline_markdown, rejudge
 
 FILES = (
     "emu.json",
@@ -28,11 +37,44 @@ FILES = (
     "jcse_e5_lr1e-5.json",
     "amr_retrofit.json",
 )
+CONFIRM = (
+    "confirm/emu.json",
+    "confirm/ease.json",
+    "confirm/jcse.json",
+    "confirm/amr.json",
+    "confirm/emu_50_54.json",
+    "confirm/ease_50_54.json",
+)
+# (method, baseline, task) of the pre-registered main claim, in the files that hold it (Emu's and EASE's
+# confirmations compare on held-out items, in confirm/*_holdout/, so their example files hold none)
+PRIMARY = {
+    "emu.json": ("emu", "emu-no-ld", "knn-marc-category-body-500"),
+    "ease.json": ("ease", "simcse-unsup", "mewsc16-100"),
+    "jcse_minilm.json": ("minilm-en/stage1", "minilm-en/unsup", "jacsts"),
+    "amr_retrofit.json": ("muse-m/concat_norm", "muse-m/s", "sts17"),
+    "confirm/jcse.json": ("minilm-en/stage1", "minilm-en/unsup", "jacsts"),
+    "confirm/amr.json": ("muse-m/concat_norm", "muse-m/s", "sts17"),
+}
+# the ten-seed extension (added after the pre-registered five-seed runs): name -> (comparison, the paper's
+# effect); its claims are exploratory, Holm-adjusted over this table
+TEN_SEEDS = {
+    "emu": ("confirm/emu_ten_seeds.json", 1.05),
+    "ease": ("confirm/ease_ten_seeds.json", 1.9),
+}
+# the docs' table of how often *suggestive* fires with no effect: seeds x seed-to-item variance ratios
+NULL_SEEDS = (3, 5)
+NULL_RATIOS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 APPROXIMATION = (
     "Approximation: the seed-aware columns (seeds + items, detectable, verdict) are rebuilt from the per-seed "
     "differences and the items' 95% CI, whose width gives the item-level variance, because the per-item "
     "values are not kept in docs/results. They are close to, not identical with, what the example computes "
     "from the items (`python examples/rejudge_docs.py`)."
+)
+MULTIPLICITY = (
+    "Exploratory rows: every row but the pre-registered main claim's (docs/preregistration.md) is judged "
+    "again at its Holm-adjusted p-value over all the exploratory rows of this table (Holm 1979: the chance "
+    "of any false *reproduced* or *opposite* among them is at most 5%); the uncorrected verdict follows in "
+    "brackets."
 )
 
 
@@ -58,11 +100,39 @@ def current_claims(data: dict) -> list:
 
 
 def judge(path: Path) -> tuple[list[dict], list[dict]]:
-    """(the rejudged rows, the file's claims with those rows and their per-seed differences per task)."""
+    """(the rejudged rows, the file's claims as its summary holds them)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     judged = rejudge(path, current_claims(data))
-    claims = []
-    for claim in data["summary"]["claims"]:
+    directions = {(c["method"], c["baseline"]): c["direction"] for c in data["summary"]["claims"]}
+    for row in judged:
+        row["direction"] = directions[(row["method"], row["baseline"])]
+    return judged, data["summary"]["claims"]
+
+
+def stored(path: Path) -> tuple[list[dict], list[dict]]:
+    """A confirmation run's rows as its example computed them from the per-item values (module doc)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    judged = [
+        {
+            "says": claim["says"],
+            "method": claim["method"],
+            "baseline": claim["baseline"],
+            "task": task,
+            "before": row["verdict"],
+            **{key: row[key] for key in ("pooled", "seed_aware", "effect", "verdict", "why")},
+            "source": "items",
+            "direction": claim["direction"],
+        }
+        for claim in data["summary"]["claims"]
+        for task, row in claim["tasks"].items()
+    ]
+    return judged, data["summary"]["claims"]
+
+
+def with_rows(claims: list[dict], judged: list[dict]) -> list[dict]:
+    """The file's claims, each task's entry replaced by its judged row (paper cells and per-seed kept)."""
+    out = []
+    for claim in claims:
         tasks = {}
         for task, before in claim["tasks"].items():
             row = next(
@@ -71,8 +141,84 @@ def judge(path: Path) -> tuple[list[dict], list[dict]]:
                 if (r["method"], r["baseline"], r["task"]) == (claim["method"], claim["baseline"], task)
             )
             tasks[task] = {**row, "paper": before["paper"], "per_seed": before["per_seed"]}
-        claims.append({**claim, "tasks": tasks})
-    return judged, claims
+        out.append({**claim, "tasks": tasks})
+    return out
+
+
+def correct(judged: list[dict], primary: tuple[str, str, str] | None) -> None:
+    """Mark each row primary or exploratory; give the exploratory ones their Holm-adjusted p-value and the
+    verdict at it (`holm`), and every *suggestive* row the rate at which that fires with no effect."""
+    from sentkit.stats.multiplicity import holm
+
+    exploratory = [r for r in judged if (r["method"], r["baseline"], r["task"]) != primary]
+    adjusted = holm([r["seed_aware"]["p_value"] for r in exploratory])
+    for row in judged:
+        row["role"] = "primary" if (row["method"], row["baseline"], row["task"]) == primary else "exploratory"
+    for row, p in zip(exploratory, adjusted):
+        row["holm"] = {"p": p, "family": len(exploratory), **holm_verdict(row, p)}
+    for row in judged:
+        said = row["holm"]["verdict"] if "holm" in row else row["verdict"]
+        if said == SUGGESTIVE:
+            row["suggestive_no_effect_rate"] = no_effect_rate(row)
+
+
+def holm_verdict(row: dict, p: float | None) -> dict:
+    """The verdict of a row whose seed-aware p-value is replaced by its adjusted one `p`: an adjusted p at
+    or above alpha counts as a seed-aware interval that holds 0 (the items' interval and the detectable
+    difference then decide, as in `seeds.verdict`)."""
+    from sentkit.stats.bootstrap import LEVEL
+    from sentkit.stats.seeds import alpha_of, verdict
+
+    s = row["seed_aware"]
+    rejected = p is not None and p < alpha_of(LEVEL)
+    record = {
+        "ci": s["ci"] if rejected else None,
+        "item": {"ci": row["pooled"]["ci"]},
+        "p_value": p,
+        "detectable": s["detectable"],
+        "level": LEVEL,
+        "seeds": len(row["pooled"]["deltas"]),
+    }
+    judged = verdict(record, row["direction"], row["effect"])
+    why = judged["why"].replace("seed-aware p", "Holm p").replace("excludes 0, p", "excludes 0, Holm p")
+    return {"verdict": judged["verdict"], "why": why.replace("other side, p", "other side, Holm p")}
+
+
+def no_effect_rate(row: dict) -> dict:
+    """How often *suggestive* fires with no effect at this row's own seed-to-item variance ratio."""
+    from sentkit.stats.null_rate import suggestive_rate
+
+    s, k = row["seed_aware"], len(row["pooled"]["deltas"])
+    seed_part = s["seed_sd"] ** 2 / k
+    item_part = max(s["se"] ** 2 - seed_part, 0.0)
+    ratio = seed_part / item_part if item_part > 0 else float("inf")
+    return {"ratio": ratio, "seeds": k, "rate": suggestive_rate(min(ratio, 1e6), k)}
+
+
+def ten_seeds(results: Path) -> dict:
+    """The ten-seed comparisons (TEN_SEEDS) as exploratory rows, Holm-adjusted over the table's claims."""
+    from sentkit.stats.multiplicity import holm
+    from sentkit.stats.seeds import verdict
+
+    rows = {}
+    for name, (file, effect) in TEN_SEEDS.items():
+        stored = json.loads((results / file).read_text(encoding="utf-8"))
+        ((task, entry),) = stored["tasks"].items()
+        record = entry["scores"]["main_score"]
+        judged = verdict(record, +1, effect)
+        rows[name] = {
+            "file": file,
+            "task": task,
+            "pooled": {"ci": record["item"]["ci"], "deltas": record["deltas"], "delta": record["delta"]},
+            "seed_aware": {key: record[key] for key in ("ci", "p_value", "detectable")},
+            "direction": 1,
+            "effect": effect,
+            "verdict": judged["verdict"],
+            "why": judged["why"],
+        }
+    for row, p in zip(rows.values(), holm([r["seed_aware"]["p_value"] for r in rows.values()])):
+        row["holm"] = {"p": p, "family": len(rows), **holm_verdict(row, p)}
+    return rows
 
 
 def rewrite_section(table: Path, section: str) -> None:
@@ -87,22 +233,31 @@ def rewrite_section(table: Path, section: str) -> None:
 
 
 def main(argv=None) -> None:
+    from sentkit.stats.multiplicity import METHOD
+    from sentkit.stats.null_rate import rate_table
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=Path("docs/results"))
     args = parser.parse_args(argv)
     record = {
-        "about": "Seed-aware verdicts of the examples' results files (examples/rejudge_docs.py). "
-        + APPROXIMATION,
+        "about": "Seed-aware verdicts of the examples' results files (examples/rejudge_docs.py). Files "
+        "outside confirm/: " + APPROXIMATION + " " + MULTIPLICITY,
+        "multiplicity": METHOD,
         "files": {},
     }
-    for name in FILES:
+    for name in (*FILES, *CONFIRM):
         path = args.results / name
-        judged, claims = judge(path)
+        judged, summary_claims = (stored if name in CONFIRM else judge)(path)
+        correct(judged, PRIMARY.get(name))
+        claims = with_rows(summary_claims, judged)
         record["files"][name] = judged
         rows = {key: Row(**row) for key, row in json.loads(path.read_text(encoding="utf-8"))["rows"].items()}
-        table = args.results / "tables" / f"{path.stem}.md"
-        rewrite_section(table, against_baseline_markdown(claims, rows, note=APPROXIMATION))
+        table = path.with_suffix(".md") if name in CONFIRM else args.results / "tables" / f"{path.stem}.md"
+        note = MULTIPLICITY if name in CONFIRM else f"{APPROXIMATION}\n\n{MULTIPLICITY}"
+        rewrite_section(table, against_baseline_markdown(claims, rows, note=note))
         print(f"{path}: {len(judged)} rows -> {table}")
+    record["ten_seeds"] = ten_seeds(args.results)
+    record["suggestive_no_effect"] = rate_table(NULL_RATIOS, NULL_SEEDS)
     out = args.results / "verdicts.json"
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}")

@@ -442,8 +442,15 @@ VERDICT_LEGEND = (
     f"and p < 0.05; **{OPPOSITE}** when it excludes 0 on the other side; **{SUGGESTIVE}** when only the "
     f"items' CI excludes 0 on the paper's side (these seeds, other test items); **{UNDERPOWERED}** when "
     f"the detectable difference exceeds the paper's effect; otherwise **{INCONCLUSIVE}**. One seed is at "
-    "most suggestive. One verdict per claim and task, without correction for the number of comparisons: "
-    "read the claim the example names as its main one first."
+    "most suggestive. "
+)
+UNCORRECTED = (
+    "One verdict per claim and task, without correction for the number of comparisons: read the claim the "
+    "example names as its main one first."
+)
+CORRECTED = (
+    "Exploratory rows: the verdict at the Holm-adjusted p-value over the table's exploratory rows "
+    "(`sentkit.stats.multiplicity`), the uncorrected one after it."
 )
 
 
@@ -454,12 +461,16 @@ def verdict_cells(row: dict) -> list[str]:
 
     seeds = "-" if s["ci"] is None else f"{_ci(s['ci'], True)} p {format_p(s['p_value'])}"
     detectable = "-" if s["detectable"] is None else f"{s['detectable']:.2f}"
-    return [
-        f"{p['delta']:+.2f} {_ci(p['ci'], True)}",
-        seeds,
-        detectable,
-        f"**{row['verdict']}** ({row['why']})",
-    ]
+    verdict = f"**{row['verdict']}** ({row['why']})"
+    if "holm" in row:  # an exploratory row judged again at its multiplicity-adjusted p (rejudge_docs.py)
+        h = row["holm"]
+        verdict = (
+            f"exploratory: **{h['verdict']}** ({h['why']}; Holm over {h['family']} rows; "
+            f"uncorrected: {row['verdict']})"
+        )
+    if "suggestive_no_effect_rate" in row:
+        verdict += f"; with no effect, suggestive fires {100 * row['suggestive_no_effect_rate']['rate']:.0f}% of the time at this row's spread"
+    return [f"{p['delta']:+.2f} {_ci(p['ci'], True)}", seeds, detectable, verdict]
 
 
 def _ci(ci: Sequence[float] | None, signed: bool = False) -> str:
@@ -539,7 +550,8 @@ def against_baseline_markdown(claims: Sequence[dict], rows: dict[str, Row], note
                 + " | ".join(verdict_cells(t))
                 + " |"
             )
-    lines += ["", VERDICT_LEGEND]
+    corrected = any("holm" in t for claim in claims for t in claim["tasks"].values())
+    lines += ["", VERDICT_LEGEND + (CORRECTED if corrected else UNCORRECTED)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,2 +1,3 @@
 """Uncertainty of evaluation scores: per-item values (items.py), bootstrap intervals and paired
-differences over them (bootstrap.py), and comparisons over several training seeds (seeds.py)."""
+differences over them (bootstrap.py), comparisons over several training seeds (seeds.py), the correction
+for many comparisons (multiplicity.py) and how often a verdict fires with no effect (null_rate.py)."""

@@ -1,10 +1,13 @@
-"""Every number of the README's results table comes from a file in docs/results: the table is parsed, and the
-numbers of each row (all columns but the paper's and the link), in reading order, must equal the values
-listed for that row below, to the digits printed; each row's verdict must be the one in verdicts.json.
+"""Every number of docs/results.md comes from a file in docs/results: each table is parsed, and the numbers
+of each row (all columns but the paper's and the link), in reading order, must equal the values listed for
+that row below, to the digits printed; each verdict must be the one its file gives (the Holm-adjusted one
+for an exploratory row), and the confirmations are recomputed from the committed per-item values where the
+repository holds them.
 
-Keeping it up: a row of the table is one entry of ROWS, in the same order, whose `numbers` name where each
-printed number comes from (a file in docs/results and the path inside it, or a small computation on them).
-Editing a number in the README, or a results file, without the other makes this test fail.
+Keeping it up: a row of a table is one entry of ROWS (development runs) or SPEED, in the same order, whose
+`numbers` name where each printed number comes from (a file in docs/results and the path inside it, or a
+small computation on them). Editing a number on the page, or a results file, without the other makes this
+test fail.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "results.md"
 RESULTS = ROOT / "docs" / "results"
 # the first cell (the method's name) is the row's key; the paper's cells are quoted from the paper; the
 # last column is a link
 UNCHECKED = ("paper", "write-up")
+EXPLORATORY = "exploratory:"  # the verdict of an exploratory row: the one at its Holm-adjusted p
 STAGE = re.compile(r"\bstage \d( \+ \d)?")  # JCSE's "stage 1", "stage 1 + 2": names, not numbers
 # a number that stands alone: not part of a name (e5-small-m, STS17, MewsC-16, 1-NN, fp32), optionally
 # "<" (a p-value below it), a sign, a thousands comma; "x" (a ratio) may follow
@@ -81,6 +85,17 @@ def judged(file: str, method: str, baseline: str, task: str, *path) -> Value:
         return value
 
     return Value("verdicts.json", f"{file}: {method} vs {baseline}, {task}: {'/'.join(map(str, path))}", get)
+
+
+def holm_p(file: str, method: str, baseline: str, task: str) -> Value:
+    """The Holm-adjusted p-value of an exploratory row (rejudge_docs.py)."""
+    return judged(file, method, baseline, task, "holm", "p")
+
+
+def no_effect_rate(file: str, method: str, baseline: str, task: str) -> Value:
+    """How often *suggestive* fires with no effect at the row's spread, in percent."""
+    row = judged(file, method, baseline, task, "suggestive_no_effect_rate", "rate")
+    return calc("verdicts.json", row.where, lambda d: 100 * row())
 
 
 def claim(file: str, method: str, baseline: str, task: str) -> list[Value]:
@@ -274,12 +289,19 @@ ROWS = [
             row_stat(EMU, "emu", TITLES),
             row_stat(EMU, "emu", TITLES, "sd"),
             *claim(EMU, "emu", "emu-no-ld", TITLES),
+            holm_p(EMU, "emu", "emu-no-ld", TITLES),
         ],
         verdict=(EMU, "emu", "emu-no-ld", TITLES),
     ),
     Row(
         "Emu",
-        [row_stat(EMU, "base", BODY), row_stat(EMU, "emu", BODY), *claim(EMU, "emu", "base", BODY)],
+        [
+            row_stat(EMU, "base", BODY),
+            row_stat(EMU, "emu", BODY),
+            *claim(EMU, "emu", "base", BODY),
+            holm_p(EMU, "emu", "base", BODY),
+            no_effect_rate(EMU, "emu", "base", BODY),
+        ],
         verdict=(EMU, "emu", "base", BODY),
     ),
     Row(
@@ -297,6 +319,7 @@ ROWS = [
             at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "ci", 0),
             at(JM, "summary", "claims", 0, "tasks", "jacsts", "per_seed", "43", "ci", 1),
             *claim(*JCSE_MAIN)[3:],
+            no_effect_rate(*JCSE_MAIN),
         ],
         verdict=JCSE_MAIN,
     ),
@@ -306,6 +329,7 @@ ROWS = [
             row_stat(JM, "minilm-en/direct", "jacsts"),
             row_stat(JM, "minilm-en/stage1", "jacsts"),
             *claim(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
+            holm_p(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
         ],
         verdict=(JM, "minilm-en/stage1", "minilm-en/direct", "jacsts"),
     ),
@@ -316,16 +340,18 @@ ROWS = [
             row_stat(JM, "minilm-en/stage1+2", "jacsts"),
             row_stat(JM, "minilm-en/stage1+2", "jacsts", "sd"),
             *claim(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
+            holm_p(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
         ],
         verdict=(JM, "minilm-en/stage1+2", "minilm-en/stage1", "jacsts"),
     ),
     Row(
-        "JCSE stage 1 (main claim)",
+        "JCSE stage 1 over SimCSE",
         [
             n_seeds(JE),
             row_stat(JE, "e5-small-m/unsup", "jacsts"),
             row_stat(JE, "e5-small-m/stage1", "jacsts"),
             *claim(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
+            holm_p(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
         ],
         verdict=(JE, "e5-small-m/stage1", "e5-small-m/unsup", "jacsts"),
     ),
@@ -351,9 +377,13 @@ ROWS = [
             *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[3:6],
             *claim(AMR, "e5-small-m/weighted", "e5-small-m/s", "stsb")[3:6],
             *claim(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb")[6:],
+            holm_p(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb"),
+            holm_p(AMR, "e5-small-m/weighted", "e5-small-m/s", "stsb"),
         ],
         verdict=(AMR, "e5-small-m/concat_norm", "e5-small-m/s", "stsb"),
     ),
+]
+SPEED = [
     Row(
         "int8 ONNX",
         [
@@ -409,9 +439,12 @@ def first_table(text: str) -> tuple[list[str], list[list[str]]]:
     return cells[0], cells[2:]
 
 
-def results_table(text: str) -> tuple[list[str], list[list[str]]]:
-    """(header cells, body rows' cells) of the first table under the README's "## Results"."""
-    return first_table(text.split("\n## Results\n", 1)[1].split("\n## ", 1)[0])
+def section_table(text: str, heading: str) -> tuple[list[str], list[list[str]]]:
+    """(header cells, body rows' cells) of the first table under the page's heading `heading` ("## ...")."""
+    return first_table(text.split(f"\n{heading}\n", 1)[1])
+
+
+TABLES = {"## Development runs": ROWS, "## Speed": SPEED}  # heading -> its rows, in order
 
 
 def numbers_of(cells: list[str], header: list[str]) -> list[str]:
@@ -439,40 +472,84 @@ def mismatches(cells: list[str], header: list[str], row: Row) -> list[str]:
         if not agrees(text, value):
             problems.append(f"{text} printed, {value!r} in {source.file} ({source.where})")
     if row.verdict:
-        verdict = cells[header.index("verdict")].strip("* ").split()[0].strip("*:;")
-        expected = verdict_row(*row.verdict)["verdict"]
+        cell = cells[header.index("verdict")]
+        judged = verdict_row(*row.verdict)
+        exploratory = judged["role"] == "exploratory"
+        if cell.startswith(EXPLORATORY) != exploratory:
+            problems.append(f"{cell!r}: the row is {judged['role']} in verdicts.json")
+        verdict = cell.removeprefix(EXPLORATORY).strip("* ").split()[0].strip("*:;")
+        expected = judged["holm"]["verdict"] if exploratory else judged["verdict"]
         if verdict != expected:
             problems.append(f"verdict {verdict!r} printed, {expected!r} in verdicts.json")
     return problems
 
 
-def test_every_number_of_the_results_table_is_in_its_file():
-    header, body = results_table(README.read_text(encoding="utf-8"))
-    assert header[: len(("method", "start model, data"))] == ["method", "start model, data"]
-    assert all(name in header for name in (*UNCHECKED, "verdict")), header
-    assert [cells[0] for cells in body] == [row.method for row in ROWS], "a row was added, removed or moved"
+@pytest.mark.parametrize("heading", list(TABLES))
+def test_every_number_of_the_development_and_speed_tables_is_in_its_file(heading):
+    rows = TABLES[heading]
+    header, body = section_table(PAGE.read_text(encoding="utf-8"), heading)
+    assert "write-up" in header and ("verdict" in header) == (heading == "## Development runs"), header
+    assert [cells[0] for cells in body] == [row.method for row in rows], "a row was added, removed or moved"
     problems = {
         f"{cells[0]} | {cells[1]}": found
-        for cells, row in zip(body, ROWS)
+        for cells, row in zip(body, rows)
         if (found := mismatches(cells, header, row))
     }
     assert not problems, json.dumps(problems, indent=1)
+
+
+def test_only_the_pre_registered_claims_are_primary():
+    """Every row of a development file but the pre-registered main claim's is exploratory, with a
+    Holm-adjusted p at least its own and the family's size; the main claims are the confirmations'."""
+    files = load("verdicts.json")["files"]
+    primary = {
+        f: [(r["method"], r["baseline"], r["task"]) for r in rows if r["role"] == "primary"]
+        for f, rows in files.items()
+    }
+    assert primary["emu.json"] == [MAIN_EMU[1:]] and primary["jcse_minilm.json"] == [JCSE_MAIN[1:]]
+    assert primary["confirm/jcse.json"] == [JCSE_MAIN[1:]] and primary["jcse_e5.json"] == []
+    for rows in files.values():
+        exploratory = [r for r in rows if r["role"] == "exploratory"]
+        for r in exploratory:
+            assert r["holm"]["family"] == len(exploratory)
+            assert r["holm"]["p"] >= r["seed_aware"]["p_value"] - 1e-12
+
+
+def test_the_suggestive_no_effect_table_is_in_verdicts_json():
+    text = PAGE.read_text(encoding="utf-8").split("## Reading the verdicts", 1)[1]
+    header, rows = first_table(text)
+    table = load("verdicts.json")["suggestive_no_effect"]
+    assert [float(NUMBER.search(h).group(1)) for h in header[1:]] == table["ratios"]
+    assert [r[0] for r in rows] == list(table["rates"])
+    for cells in rows:
+        for printed, rate in zip(cells[1:], table["rates"][cells[0]], strict=True):
+            assert agrees(printed.rstrip("%"), 100 * rate), (cells[0], printed, rate)
 
 
 @pytest.mark.parametrize(
     "old,new",
     [
         ("| 17.82 ± 1.39 | +0.92 [+0.59, +1.27]", "| 17.82 ± 1.39 | +0.93 [+0.59, +1.27]"),  # a number edited
-        ("[-0.97, +4.34] p 0.131 | 3.44 | suggestive", "[-0.97, +4.34] p 0.131 | 3.44 | **reproduced**"),
-        ("1.37x (STS-B -0.005)", "1.37x (STS-B -0.01)"),  # a difference of rounded numbers
+        (
+            "[-0.97, +4.34] p 0.131 | 3.44 | - | suggestive",
+            "[-0.97, +4.34] p 0.131 | 3.44 | - | **reproduced**",
+        ),
+        ("p 0.016 | 3.83 | 0.081 | exploratory: suggestive", "p 0.016 | 3.83 | 0.081 | **reproduced**"),
+        ("| 0.33 | 0.229 |", "| 0.33 | 0.115 |"),  # the uncorrected p where the Holm p belongs
         ("30 steps, 3 seeds | MewsC-16", "30 steps, 5 seeds | MewsC-16"),
+        ("1.37x (STS-B -0.005)", "1.37x (STS-B -0.01)"),  # a difference of rounded numbers
     ],
 )
 def test_an_edited_number_or_verdict_is_caught(old, new):
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     assert old in text
-    header, body = results_table(text.replace(old, new, 1))
-    assert any(mismatches(cells, header, row) for cells, row in zip(body, ROWS))
+    edited = text.replace(old, new, 1)
+    assert any(
+        mismatches(cells, header, row)
+        for heading, rows in TABLES.items()
+        for header, body in [section_table(edited, heading)]
+        for cells, row in zip(body, rows)
+    )
 
 
 def test_number_pattern_skips_names_and_reads_signs_ratios_and_thresholds():
@@ -504,8 +581,13 @@ def test_verdicts_json_is_what_rejudge_docs_computes(monkeypatch, tmp_path):
     shutil.copytree(RESULTS, copy, ignore=shutil.ignore_patterns("*.png"))
     rejudge_docs.main(["--results", str(copy)])
     assert json.loads((copy / "verdicts.json").read_text(encoding="utf-8")) == load("verdicts.json")
-    for table in sorted((RESULTS / "tables").glob("*.md")):
-        assert (copy / "tables" / table.name).read_text(encoding="utf-8") == table.read_text(encoding="utf-8")
+    tables = [RESULTS / "tables" / f"{Path(name).stem}.md" for name in rejudge_docs.FILES]
+    tables += [(RESULTS / name).with_suffix(".md") for name in rejudge_docs.CONFIRM]
+    assert set(tables) >= set((RESULTS / "tables").glob("*.md"))
+    for table in tables:
+        assert (copy / table.relative_to(RESULTS)).read_text(encoding="utf-8") == table.read_text(
+            encoding="utf-8"
+        )
 
 
 # ---- the pre-registered confirmations' table ---------------------------------------------------------------
@@ -573,7 +655,7 @@ CONFIRMATIONS = {  # the first word of a row -> its numbers, in reading order, a
 
 def test_every_number_of_the_confirmations_table_is_in_its_file():
     header, rows = first_table(
-        README.read_text(encoding="utf-8").split("**Pre-registered confirmations.**")[1]
+        PAGE.read_text(encoding="utf-8").split("\n## Pre-registered confirmations\n")[1]
     )
     assert [r[0].split(":")[0].split()[0] for r in rows] == list(CONFIRMATIONS)
     for cells in rows:
@@ -608,11 +690,13 @@ TEN_SEEDS = {  # the first word of a row -> (stored comparison, folder pairs, ba
 
 def test_the_ten_seed_table_is_the_comparison_of_both_seed_sets():
     """Seeds 45-49 and 50-54 pooled: recomputed from the per-model files of both folders, equal to the
-    stored comparison, and every number and verdict of the README's secondary table taken from it."""
+    stored comparison, and every number and verdict of the page's ten-seed table taken from it."""
     from sentkit.compare import compare_seeds
     from sentkit.stats.seeds import verdict
 
-    header, rows = first_table(README.read_text(encoding="utf-8").split("**Ten seeds (secondary).**")[1])
+    header, rows = section_table(
+        PAGE.read_text(encoding="utf-8"), "## Ten seeds: an extension added after the confirmations"
+    )
     assert [r[0].split(":")[0].split()[0] for r in rows] == list(TEN_SEEDS)
     for cells in rows:
         stored, folders, a, b, task, effect = TEN_SEEDS[cells[0].split(":")[0].split()[0]]
@@ -624,11 +708,155 @@ def test_the_ten_seed_table_is_the_comparison_of_both_seed_sets():
             record["ci"], rel=1e-9, abs=1e-12
         )
         assert record["seeds"] == 10 and len(set(p["seed"] for p in fresh["pairs"])) == 10
-        values = [record["seeds"], record["delta"], *record["ci"], record["p_value"], record["detectable"]]
+        judged = load("verdicts.json")["ten_seeds"][cells[0].split(":")[0].split()[0].lower()]
+        assert judged["file"] == f"confirm/{stored}" and judged["seed_aware"]["ci"] == record["ci"]
+        values = [
+            record["seeds"],
+            record["delta"],
+            *record["ci"],
+            record["p_value"],
+            record["detectable"],
+            judged["holm"]["p"],
+        ]
         checked = [c for c, name in zip(cells, header) if name not in (header[0], "ran on")]
         printed = [m.group(1) for cell in checked for m in NUMBER.finditer(cell)]
         assert len(printed) == len(values), (cells[0], printed)
         for text, value in zip(printed, values):
             assert agrees(text, value), (cells[0], text, value)
-        expected = verdict(record, +1, effect)["verdict"]
-        assert cells[header.index("verdict")].strip("* ").split()[0].strip("*:;") == expected
+        assert verdict(record, +1, effect)["verdict"] == judged["verdict"]
+        cell = cells[header.index("verdict")]
+        assert cell.startswith(EXPLORATORY), cell  # added after the pre-registered runs
+        assert (
+            cell.removeprefix(EXPLORATORY).strip("* ").split()[0].strip("*:;,") == judged["holm"]["verdict"]
+        )
+
+
+# ---- held-out items that repeat development text -----------------------------------------------------------
+def test_the_overlap_counts_and_sensitivity_table_are_overlap_json():
+    page = PAGE.read_text(encoding="utf-8")
+    overlap = load("confirm/overlap.json")
+    mewsc, marc = overlap["mewsc16_holdout_in_mewsc16_100"], overlap["marc_holdout_in_emu_dev_sets"]
+    sampled = overlap["marc_holdout_in_emu_training_rows"]
+    assert f"**MewsC-16**: {mewsc['total']} of the {mewsc['of']:,} held-out" in page
+    assert f"{mewsc['per_language']['ca']} of them Catalan" in page
+    assert f"**MARC**: {marc['total']} of the {marc['of']:,} held-out reviews" in page
+    assert (
+        f"{sampled['total']} of them (Chinese)" in page and sampled["total"] == sampled["per_language"]["zh"]
+    )
+    header, rows = first_table(page.split("### Held-out items that repeat development text", 1)[1])
+    assert [(r[0], r[1]) for r in rows] == [("Emu", "5"), ("Emu", "10"), ("EASE", "5"), ("EASE", "10")]
+    for cells in rows:
+        seeds = "five seeds (45-49)" if cells[1] == "5" else "ten seeds (45-54)"
+        entry = overlap["sensitivity"][cells[0].lower()][seeds]
+        kept = entry["without the overlap"]
+        assert kept["items"] == entry["all items"]["items"] - (marc if cells[0] == "Emu" else mewsc)["total"]
+        values = [len(entry["seeds"]), kept["items"], kept["delta"], *kept["ci"], kept["p_value"]]
+        printed = [m.group(1) for cell in cells[1:-1] for m in NUMBER.finditer(cell)]
+        assert len(printed) == len(values) + 1, (cells, printed)  # + detectable
+        for text, value in zip(printed, [*values, kept["detectable"]]):
+            assert agrees(text, value), (cells, text, value)
+        assert cells[-1].strip("* ") == kept["verdict"]
+        # with every item, the comparison is the pre-registered one the tables above print
+        stored = load(
+            f"confirm/{cells[0].lower()}_{'holdout/compare' if cells[1] == '5' else 'ten_seeds'}.json"
+        )
+        record = next(iter(stored["tasks"].values()))["scores"]["main_score"]
+        assert entry["all items"]["ci"] == pytest.approx(record["ci"], rel=1e-9, abs=1e-12)
+
+
+def test_overlap_json_is_what_holdout_overlap_computes(data_root, monkeypatch, tmp_path):
+    """The overlap is counted on the real files, and the comparisons without it recomputed from the
+    committed per-item values: the same record as docs/results/confirm/overlap.json."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    monkeypatch.chdir(ROOT)
+    import holdout_overlap
+
+    out = tmp_path / "overlap.json"
+    holdout_overlap.main(["--results", "docs/results", "--out", str(out), "--data-root", str(data_root)])
+    fresh, stored = json.loads(out.read_text(encoding="utf-8")), load("confirm/overlap.json")
+    for key in (
+        "mewsc16_holdout_in_mewsc16_100",
+        "marc_holdout_in_emu_dev_sets",
+        "marc_holdout_in_emu_training_rows",
+    ):
+        assert fresh[key] == stored[key]
+    for name, seeds in stored["sensitivity"].items():
+        for label, entry in seeds.items():
+            for part in ("all items", "without the overlap"):
+                got, want = fresh["sensitivity"][name][label][part], entry[part]
+                assert got["items"] == want["items"] and got["verdict"] == want["verdict"]
+                assert got["ci"] == pytest.approx(want["ci"], rel=1e-9, abs=1e-12)
+
+
+def test_which_confirmations_recompute_from_the_repository():
+    """Emu's and EASE's confirmations have every per-item sidecar beside their results (their tests above
+    recompute them); JCSE's and AMR's name evaluations the repository does not hold, and the page says
+    that their verdicts cannot be recomputed from it."""
+    for folder in ("emu_holdout", "ease_holdout", "emu_holdout_50_54", "ease_holdout_50_54"):
+        files = sorted((RESULTS / "confirm" / folder).glob("*/*.json"))
+        assert len(files) == 10 and all(f.with_suffix(".items.npz").is_file() for f in files)
+    for name in ("jcse", "amr"):
+        data = load(f"confirm/{name}.json")
+        named = [e["results"] for rows in data["scored"].values() for e in rows.values()]
+        assert named and not any((RESULTS / "confirm" / path).exists() for path in named)
+    assert "these two\nverdicts cannot be recomputed from it" in PAGE.read_text(encoding="utf-8")
+
+
+def test_an_exploratory_row_is_judged_at_its_holm_p(monkeypatch):
+    """A reproduced row whose Holm p reaches alpha falls back to the items' CI (suggestive) or, without it,
+    to inconclusive; one still below alpha stays reproduced (or opposite on the other side)."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from rejudge_docs import holm_verdict
+
+    row = {
+        "pooled": {"ci": [0.2, 1.8], "deltas": [0.9, 1.1, 1.0]},
+        "seed_aware": {"ci": [0.1, 1.9], "p_value": 0.02, "detectable": 1.3},
+        "direction": 1,
+        "effect": None,
+    }
+    assert holm_verdict(row, 0.04)["verdict"] == "reproduced"
+    assert holm_verdict(row, 0.08) == {
+        "verdict": "suggestive",
+        "why": "only the item-level CI excludes 0; Holm p 0.080",
+    }
+    assert (
+        holm_verdict({**row, "pooled": {**row["pooled"], "ci": [-0.1, 1.8]}}, 0.08)["verdict"]
+        == "inconclusive"
+    )
+    assert holm_verdict({**row, "direction": -1}, 0.04)["verdict"] == "opposite"
+    assert holm_verdict({**row, "direction": -1}, 0.06)["verdict"] == "inconclusive"
+
+
+def test_the_qabot_sentence_is_the_exploratory_row_of_jcse_confirmation():
+    row = verdict_row("confirm/jcse.json", "minilm-en/stage1", "minilm-en/unsup", "qabot")
+    seeds, holm = row["seed_aware"], row["holm"]
+    text = (
+        f"gives {row['pooled']['delta']:+.2f} [{seeds['ci'][0]:+.2f}, {seeds['ci'][1]:+.2f}] "
+        f"(p {seeds['p_value']:.3f}): Holm p {holm['p']:.3f} over its file's {holm['family']} exploratory rows, "
+        f"so\n*exploratory: {holm['verdict']}* (at its spread, suggestive fires "
+        f"{100 * row['suggestive_no_effect_rate']['rate']:.0f}% of the time with no effect)"
+    )
+    assert text in PAGE.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "folder,a,b,task",
+    [
+        ("emu_holdout", "emu-no-ld", "emu", "knn-marc-category-body-holdout"),
+        ("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout"),
+    ],
+)
+def test_sentkit_compare_recomputes_the_confirmation_from_the_repository(
+    folder, a, b, task, tmp_path, monkeypatch
+):
+    """The page's command, as a user runs it from a clone: the comparison it writes is the stored one."""
+    from sentkit.cli import main
+
+    monkeypatch.chdir(ROOT)
+    root = Path("docs/results/confirm") / folder
+    out = tmp_path / "compare.json"
+    assert main(["compare", "--a", str(root / a), "--b", str(root / b), "--out", str(out)]) == 0
+    fresh = json.loads(out.read_text(encoding="utf-8"))["tasks"][task]["scores"]["main_score"]
+    stored = load(f"confirm/{folder}/compare.json")["tasks"][task]["scores"]["main_score"]
+    for key in ("delta", "ci", "p_value", "detectable", "deltas"):
+        assert fresh[key] == pytest.approx(stored[key], rel=1e-9, abs=1e-12), key
