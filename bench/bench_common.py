@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sentkit.atomic import atomic_write_json
-from sentkit.provenance import machine_info, package_versions
+from sentkit.provenance import machine_info, package_versions, source_revision
 
 
 def speed_rows(seconds: dict[str, list[float]], cpu_seconds: dict[str, list[float]], n: int) -> dict:
@@ -31,6 +31,7 @@ def provenance(**extra_versions: str) -> dict:
     """Package versions (plus any given), machine and local time: the fields every results JSON ends with."""
     return {
         "versions": {**package_versions(), **extra_versions},
+        **source_revision(),
         "machine": machine_info(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

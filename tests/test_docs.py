@@ -19,7 +19,7 @@ DOCS = ROOT / "docs"
 # notes waiting to be merged into the pages are not part of the guide
 PENDING = DOCS / "pending"
 
-README_MAX_LINES = 350
+README_MAX_LINES = 200
 FIRST_SCREEN_LINES = 40
 SHELL_BLOCKS = {"bash", "sh", "shell", "console"}
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import random
+import shutil
+import subprocess
 
 import numpy as np
+import pytest
 import torch
 
-from sentkit.provenance import cpu_info, machine_info, package_versions, seed_everything
+import sentkit.provenance as provenance
+from sentkit.evaluate import evaluate
+from sentkit.provenance import cpu_info, machine_info, package_versions, seed_everything, source_revision
+from sentkit.tasks.task import Task
 
 
 def _draws() -> tuple[float, list[float], list[float]]:
@@ -64,3 +71,83 @@ def test_results_files_record_this_hosts_cpu_flags():
     flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split(":", 1)[1].split()
     recorded = machine_info()["cpu"]["flags"]
     assert set(recorded) <= set(flags) and ("avx2" in recorded) == ("avx2" in flags)
+
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _git(root, *args):
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A one-commit git checkout with a tracked file and an ignored folder."""
+    root = tmp_path / "clone"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / "code.py").write_text("x = 1\n")
+    (root / ".gitignore").write_text("/results/\n")
+    _git(root, "add", "code.py", ".gitignore")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    return root
+
+
+@needs_git
+def test_source_revision_names_the_commit_and_turns_dirty_on_an_edit_or_a_new_file(checkout):
+    head = _git(checkout, "rev-parse", "HEAD").strip()
+    assert source_revision(checkout) == {"git_commit": head, "git_dirty": False}
+    (checkout / "results").mkdir()
+    (checkout / "results" / "run.json").write_text("{}")  # an ignored output keeps the tree clean
+    assert source_revision(checkout)["git_dirty"] is False
+    (checkout / "code.py").write_text("x = 2\n")
+    assert source_revision(checkout) == {"git_commit": head, "git_dirty": True}
+    _git(checkout, "checkout", "-q", "code.py")
+    (checkout / "new_module.py").write_text("")  # untracked code changes what runs as well
+    assert source_revision(checkout) == {"git_commit": head, "git_dirty": True}
+
+
+@needs_git
+def test_source_revision_is_none_outside_a_checkout_and_for_a_folder_inside_another_repository(
+    tmp_path, checkout
+):
+    assert source_revision(tmp_path / "plain") == {"git_commit": None, "git_dirty": None}
+    inner = checkout / "site-packages"
+    inner.mkdir()
+    # git itself would answer with the enclosing repository's commit; that is not sentkit's source
+    assert _git(inner, "rev-parse", "HEAD").strip()
+    assert source_revision(inner) == {"git_commit": None, "git_dirty": None}
+
+
+def test_source_revision_never_fails_when_git_is_missing_or_broken(checkout, monkeypatch):
+    monkeypatch.setenv("PATH", str(checkout / "no-bin-here"))  # no git on PATH
+    assert source_revision(checkout) == {"git_commit": None, "git_dirty": None}
+    (checkout / ".git").mkdir(exist_ok=True)
+    monkeypatch.setattr(provenance, "_git", lambda root, *args: None)
+    assert source_revision(checkout) == {"git_commit": None, "git_dirty": None}
+
+
+class _ConstantTask(Task):
+    def evaluate(self, encoder):
+        return {"main_score": 50.0}
+
+
+class _ZeroEncoder:
+    name = "zero"
+
+    def encode(self, sentences, batch_size=64, show_progress=False):
+        return np.zeros((len(sentences), 2), dtype=np.float32)
+
+
+@needs_git
+def test_a_results_file_records_the_source_revision_sentkit_runs_from(tmp_path, checkout, monkeypatch):
+    monkeypatch.setattr(provenance, "_SOURCE_ROOT", checkout)
+    (checkout / "code.py").write_text("x = 3\n")
+    task = _ConstantTask(name="constant", languages=("en",))
+    res = evaluate(
+        _ZeroEncoder(), ["constant"], out=tmp_path / "out", prepared={task.name: task}, show_progress=False
+    )
+    written = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    head = _git(checkout, "rev-parse", "HEAD").strip()
+    assert (res["git_commit"], res["git_dirty"]) == (head, True)
+    assert (written["git_commit"], written["git_dirty"]) == (head, True)

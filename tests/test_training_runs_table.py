@@ -1,4 +1,4 @@
-"""docs/training.md's "Measured runs" table says only what its files show: each row's start, end, delta and
+"""docs/methods/simcse.md's "Measured runs" table says only what its files show: each row's start, end, delta and
 wall time equal the results file the row links to, to the digits printed (the delta from unrounded scores)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "training.md"
+DOC = ROOT / "docs" / "methods" / "simcse.md"
 SCORES = re.compile(r"(\d+\.\d+) -> \**(\d+\.\d+)\**")
-LINK = re.compile(r"\]\((results/simcse/[\w.\-]+\.json)\)")
+LINK = re.compile(r"\]\(((?:\.\./)?results/simcse/[\w.\-]+\.json)\)")
 
 
 def measured_rows(text: str) -> list[list[str]]:

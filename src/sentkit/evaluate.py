@@ -21,7 +21,7 @@ from sentkit.datasets.root import data_root as default_data_root
 from sentkit.encoders.protocol import Encoder, checked_encode
 from sentkit.errors import DataWarning, InvalidArgument, LanguageNotCovered
 from sentkit.markdown import markdown_text
-from sentkit.provenance import machine_info, package_versions, seed_everything
+from sentkit.provenance import machine_info, package_versions, seed_everything, source_revision
 from sentkit.stats import bootstrap
 from sentkit.stats.items import write_sidecar
 from sentkit.tasks import get_task, resolve_tasks
@@ -191,6 +191,7 @@ def evaluate(
             "seed": bootstrap.SEED,
         },
         "versions": package_versions(),
+        **source_revision(),
         "machine": machine_info(),
         # an export's runtime, its int8 method and check, and the int8 path chosen for this CPU (@int8)
         "encoder_runtime": getattr(encoder, "runtime_info", None),

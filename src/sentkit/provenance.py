@@ -1,12 +1,14 @@
-"""What a results file records so a run can be reproduced: versions, machine, seed."""
+"""What a results file records so a run can be reproduced: versions, source revision, machine, seed."""
 
 from __future__ import annotations
 
 import os
 import platform
 import random
+import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +37,44 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+# The checkout sentkit is imported from when it runs from a clone (src/sentkit/provenance.py -> the clone's root);
+# an installed wheel sits in site-packages, which holds no .git, so it records no revision.
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
+# git answers in milliseconds; the bound only keeps a hung filesystem from holding up a results file
+_GIT_TIMEOUT_S = 10
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def source_revision(root: Path | None = None) -> dict[str, object]:
+    """The commit of the sentkit checkout the code runs from and whether its tracked or untracked
+    (not ignored) files differ from it: `git_commit` and `git_dirty`, both None outside a git checkout or
+    without git. Never raises: a results file is written whatever git says."""
+    root = _SOURCE_ROOT if root is None else Path(root)
+    unknown: dict[str, object] = {"git_commit": None, "git_dirty": None}
+    # only the checkout itself: a .git above it (a clone inside another repository's tree, or site-packages
+    # inside one) would describe some other project's files
+    if not (root / ".git").exists():
+        return unknown
+    head = _git(root, "rev-parse", "HEAD")
+    if head is None or not head.strip():
+        return unknown
+    status = _git(root, "status", "--porcelain")
+    return {"git_commit": head.strip(), "git_dirty": None if status is None else bool(status.strip())}
 
 
 # Instruction-set flags that change numbers: int8 and bf16 kernels (onnxruntime, oneDNN, FAISS) pick their code

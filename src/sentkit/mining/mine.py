@@ -32,7 +32,7 @@ from sentkit.mining.retrieval import select_pairs
 from sentkit.mining.search import IndexConfig, check_index, is_approximate_record, measure_recall, search
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
 from sentkit.mining.vectors import ShardVectors
-from sentkit.provenance import machine_info, package_versions
+from sentkit.provenance import machine_info, package_versions, source_revision
 
 TSV_HEADER = ("score", "src_id", "tgt_id", "src_text", "tgt_text")
 
@@ -266,6 +266,7 @@ def mine_files(
         "timings": timings,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "versions": package_versions() | {"faiss": faiss.__version__},
+        **source_revision(),
         "machine": machine_info(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

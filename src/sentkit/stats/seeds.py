@@ -15,7 +15,7 @@ Welch-Satterthwaite degrees of freedom (k - 1 when the seeds dominate, growing t
 the items do; the item part is an estimate from many draws and is given infinite degrees of freedom).
 With two seeds the seed variance rests on one degree of freedom, its estimate is often far too small and
 the Satterthwaite df then too large (5-7% of null comparisons significant on one side in the simulation
-of docs/evaluation.md, against 2.5% nominal): two seeds use df = 1, the seeds' own.
+of docs/lab/evaluation.md, "Choosing the seed-aware test", against 2.5% nominal): two seeds use df = 1, the seeds' own.
 The p-value is the same t statistic's two-sided tail, so the interval excludes 0 exactly when p < 1 - level.
 s^2 already holds the part of the item noise that differs between seeds, so that part is counted twice:
 the interval errs on the wide side.
@@ -25,7 +25,7 @@ Why not the plain two-level bootstrap (seeds drawn with replacement, then items;
 draws' variance is (k - 1) / k of the seeds' and their percentiles ignore that s^2 rests on k - 1 degrees of
 freedom. In the simulation of tests/stats/test_seeds.py (3 seeds, no true effect, a seed spread of a few
 points) it calls 5-13% of null comparisons significant in the paper's direction; the t interval at most 3.5%
-(docs/evaluation.md gives the numbers).
+(docs/lab/evaluation.md, "Choosing the seed-aware test", gives the numbers).
 """
 
 from __future__ import annotations

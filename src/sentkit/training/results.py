@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentkit.provenance import machine_info, package_versions
+from sentkit.provenance import machine_info, package_versions, source_revision
 
 TOTALS_FILE = "run_totals.json"
 
@@ -130,6 +130,7 @@ def run_results(
         "paths": run_paths(config, config_file),
         "data": data,
         "versions": package_versions(),
+        **source_revision(),
         "machine": machine_info(),
         "started": started.isoformat(timespec="seconds"),
         "wall_s": round(time.perf_counter() - t0, 3),
