@@ -154,3 +154,14 @@ def test_encode_takes_the_same_lock_on_its_folder(encoded):
     with pytest.raises(OutputPathError, match=r"\.lock: is a symbolic link"):
         _encode(encoded / "en.txt", folder)
     assert not (encoded / "planted").exists()
+
+
+def test_an_input_in_a_link_loop_is_one_line_not_a_crash(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loop").symlink_to("loop")
+    _write(tmp_path / "en.txt", EN)
+    for src in ("loop", "loop/de.txt"):
+        assert main(["mine", "--src", src, "--tgt", "en.txt", "--model", "ngram", "--out", "pairs.tsv"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"sentkit: error: {src}: "), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["en.txt", "loop"]

@@ -24,7 +24,7 @@ def check_outputs(flag: str, out: str | Path, sidecar: Path, inputs: list[str]) 
     one of `inputs` (text files or folders, shard folders), as the module docstring lists."""
     files, corpus_folders = _protected(inputs)
     for path, what in ((out, f"{flag} {out}"), (sidecar, f"{flag} {out}: its sidecar {sidecar}")):
-        resolved = Path(path).resolve()
+        resolved = _resolved(path)
         for target, why in files:
             if resolved == target or _same_file(resolved, target):
                 raise OutputPathError(f"{what} is {why}; write the pairs to another file")
@@ -54,12 +54,12 @@ def _protected(inputs: list[str]) -> tuple[list[tuple[Path, str]], list[tuple[Pa
             if folder is not None:
                 corpus_folders.append((folder, f"the folder {folder} {given} was encoded from"))
         elif path.is_dir():
-            corpus_folders.append((path.resolve(), f"the input folder {path.resolve()}"))
+            corpus_folders.append((_resolved(path), f"the input folder {_resolved(path)}"))
             for file in sorted(path.iterdir()):
                 if file.is_file():
-                    files.append((file.resolve(), f"{file}, a file of the input folder {given}"))
+                    files.append((_resolved(file), f"{file}, a file of the input folder {given}"))
         else:
-            files.append((path.resolve(), f"the input {given}"))
+            files.append((_resolved(path), f"the input {given}"))
     return files, corpus_folders
 
 
@@ -84,7 +84,7 @@ def _folder_of(files: list[Path]) -> Path | None:
         return None
     (folder,) = folders
     try:
-        present = {f.resolve() for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")}
+        present = {_resolved(f) for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")}
     except OSError:
         return None
     return folder if present == set(files) else None
@@ -106,6 +106,12 @@ def _is_shard_manifest(manifest: Path) -> bool:
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def _resolved(path: str | Path) -> Path:
+    """The absolute path with every link resolved; a link loop stays as it is (Path.resolve raises on one:
+    reading such an input then fails with one line, and an output in one was refused before)."""
+    return Path(os.path.realpath(path))
 
 
 def _same_file(a: Path, b: Path) -> bool:
