@@ -223,6 +223,7 @@ def _add_build_parser(sub) -> None:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
+    _check_build_outputs(args)
     if args.kind == "contradictions":
         from sentkit.training_data.jcse.build import ContradictionBuildConfig, build_contradictions
 
@@ -251,6 +252,19 @@ def _cmd_build(args: argparse.Namespace) -> int:
         manifest = build_entity_pairs(EaseBuildConfig(**options))
     print(f"{manifest['rows']} rows, {manifest['entities']} entities -> {args.out}")
     return 0
+
+
+def _check_build_outputs(args: argparse.Namespace) -> None:
+    """Every path a `sentkit build` writes, checked before it reads a dump, corpus or model."""
+    from sentkit.atomic import check_writable_dir, check_writable_file
+
+    if args.kind == "contradictions":
+        check_writable_file(args.out)
+        check_writable_file(f"{args.out}.manifest.json")
+        if args.parsed and not Path(args.parsed).is_file():  # written when absent, read when a file
+            check_writable_file(args.parsed)
+    else:
+        check_writable_dir(args.out)
 
 
 def _load_model(name: str, **kwargs):
@@ -429,8 +443,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from sentkit.atomic import check_writable_dir
     from sentkit.report import write_report
 
+    check_writable_dir(args.out)  # before any results file is read
     written = write_report(args.results, args.out)
     for kind, path in written.items():
         print(f"{kind}: {path}")
@@ -520,6 +536,9 @@ def _cmd_train(argv: list[str]) -> int:
     flags = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     # every value is checked here, before torch is imported, any model loads or anything is written
     config = load_config(args.config, flags) if args.config else TrainConfig().with_flags(flags)
+    from sentkit.atomic import check_writable_dir
+
+    check_writable_dir(config.output_dir)
     from sentkit.training.results import test_failures
     from sentkit.training.run import train
 

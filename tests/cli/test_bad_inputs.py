@@ -60,7 +60,7 @@ ROWS = [
     ("encode", ["--input", "{binary}", "--output", "{missing}"], "binary.png:1: expected UTF-8"),
     ("encode", ["--input", "{file}"], "the following arguments are required: --output"),
     ("encode", ["--input", "{file}", "--output", "{file}"], "file.txt is the --input file"),
-    ("encode", ["--input", "{file}", "--output", "{link}"], "link.txt is the --input file"),
+    ("encode", ["--input", "{file}", "--output", "{link}"], "link.txt: is a symbolic link (to "),
     (
         "encode",
         ["--model", "nobody/no-such-model", "--input", "{file}", "--output", "{missing}"],

@@ -108,8 +108,9 @@ def test_mine_refuses_symlinks_and_hard_links_to_inputs_before_loading_a_model(c
     before = _snapshot(corpus)
     cases = [
         ("v/de", "hard.tsv", "data/en.txt, an input .*v/en was encoded from"),  # same inode, another name
-        ("v/de", "link.tsv", "data/de.txt, an input .*v/de was encoded from"),
-        ("data/de.txt", "side.tsv", "its sidecar"),
+        # a link as an output is refused as every output link is, naming what it points to
+        ("v/de", "link.tsv", r"link.tsv: is a symbolic link \(to .*data/de.txt\)"),
+        ("data/de.txt", "side.tsv", r"side.tsv.json: is a symbolic link \(to .*v/en/manifest.json\)"),
     ]
     for src, out, says in cases:
         model = None if src.startswith("v/") else "ngram"

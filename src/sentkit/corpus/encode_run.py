@@ -32,6 +32,7 @@ from sentkit.corpus.engine_local import (
     run_local,
 )
 from sentkit.corpus.manifest import MANIFEST, Manifest, now
+from sentkit.corpus.output_lock import exclusive_lock
 from sentkit.corpus.readers import InputFile, input_files
 from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork
 from sentkit.errors import InvalidArgument, OutputPathError
@@ -100,7 +101,8 @@ def encode_corpus(
     if engine == "ray":
         encoder = None  # the actors load their own copies
     folder.mkdir(parents=True, exist_ok=True)
-    with _folder_lock(folder), _sigterm_as_interrupt():
+    busy = f"{folder}: another sentkit encode is writing into this folder"
+    with exclusive_lock(folder / LOCK_FILE, busy), _sigterm_as_interrupt():
         _remove_temporary_files(folder)
         manifest = Manifest.load(folder)  # again, under the lock
         if manifest is not None:
@@ -125,7 +127,7 @@ def encode_corpus(
                     "folder": str(folder),
                 }
         else:
-            manifest = Manifest.new(folder, request.settings, model, inputs)
+            manifest = Manifest.new(folder, request.settings, model, inputs, source=request.input)
             manifest.save()
         job = EncodeJob(
             inputs=inputs,
@@ -271,25 +273,6 @@ def _remove_temporary_files(folder: Path) -> None:
     for path in folder.iterdir():
         if _is_temporary(path.name):
             path.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: Path):
-    """An exclusive lock on the folder for the run: a second `sentkit encode` into it is refused."""
-    with open(folder / LOCK_FILE, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
-            yield
-            return
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise OutputPathError(f"{folder}: another sentkit encode is writing into this folder") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -40,7 +40,11 @@ class Manifest:
 
     # ---- creating and reading --------------------------------------------------------------------------
     @classmethod
-    def new(cls, folder: Path, settings: ShardSettings, model: dict, inputs: list[InputFile]) -> Manifest:
+    def new(
+        cls, folder: Path, settings: ShardSettings, model: dict, inputs: list[InputFile], source: str = ""
+    ) -> Manifest:
+        """`source`: the --input as given; `input_folder` records it resolved when it is a folder (None for a
+        file): `mine` never writes into it, as the next encode of that folder would read a new file there."""
         data = {
             "format": FORMAT,
             "complete": False,
@@ -50,6 +54,7 @@ class Manifest:
             "inputs": [
                 {"path": s.path, "resolved": str(Path(s.path).resolve()), "format": s.format} for s in inputs
             ],
+            "input_folder": str(Path(source).resolve()) if source and Path(source).is_dir() else None,
             "shards": [],
             "versions": package_versions(),
             "runs": [],

@@ -9,11 +9,12 @@ recording the configuration, the index each direction used, counts, timings per 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import resource
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable_file
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
+from sentkit.corpus.output_lock import exclusive_lock
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.exact import resolve_device
 from sentkit.mining.exchange import both_exchanged
@@ -148,7 +150,7 @@ def _warn_about_training(index: dict) -> None:
 
 def write_pairs(path: str | Path, mined: Mined, x, y) -> None:
     """The TSV: a header, then score, src_id, tgt_id, src_text, tgt_text per pair, best first (texts with
-    backslash, tab, newline and carriage return escaped as \\\\, \\t, \\n, \\r)."""
+    backslash, tab, newline, carriage return and NUL escaped as \\\\, \\t, \\n, \\r, \\0)."""
     src_ids, tgt_ids = x.ids(mined.src), y.ids(mined.tgt)
     src_texts, tgt_texts = x.texts(mined.src), y.texts(mined.tgt)
     with atomic_text_writer(path) as fh:
@@ -158,7 +160,9 @@ def write_pairs(path: str | Path, mined: Mined, x, y) -> None:
 
 
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    # backslash first, so that each escape reads back to the one character it stands for
+    escaped = text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return escaped.replace("\0", "\\0")
 
 
 # ---- the command: two sides in, pairs and a sidecar out ------------------------------------------------------
@@ -186,11 +190,45 @@ def mine_files(
 ) -> dict:
     """Run `sentkit mine`: open (or encode) both sides, mine, write the TSV and its sidecar; returns the
     sidecar's content. Every check that needs no encoding comes first (outputs, flags, folders, texts, the
-    model against the folders'); nothing is written when one fails."""
+    model against the folders'); nothing is written when one fails. A second run into the same `--out`
+    meanwhile is refused (`output_lock`)."""
     paths = {"src": request.src, "tgt": request.tgt}
     for path in (request.out, sidecar_path(request.out)):
         check_writable_file(path)
     check_outputs("--out", request.out, sidecar_path(request.out), list(paths.values()))
+    with output_lock(request.out):
+        return _mine_locked(request, paths, load_model, log)
+
+
+def lock_path(out: str | Path) -> Path:
+    """The lock a run holds while it writes `out` and its sidecar: `pairs.tsv` -> `.pairs.tsv.lock`."""
+    return Path(out).with_name(f".{Path(out).name}.lock")
+
+
+@contextlib.contextmanager
+def output_lock(out: str | Path) -> Iterator[None]:
+    """One `sentkit mine` per `--out` (sentkit.corpus.output_lock, as `sentkit encode` locks its folder): the
+    lock file beside the TSV is removed when the run ends, and so are the folders made for it if the run
+    left them empty."""
+    lock = lock_path(out)
+    made = [folder for folder in (lock.parent, *lock.parent.parents) if not folder.exists()]
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    busy = (
+        f"--out {out}: another sentkit mine is writing it (it holds {lock}); wait for it to end or choose "
+        "another --out"
+    )
+    try:
+        with exclusive_lock(lock, busy, remove=True):
+            yield
+    finally:
+        for folder in made:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def _mine_locked(
+    request: MineRequest, paths: dict[str, str], load_model: Callable | None, log: Callable[[str], None]
+) -> dict:
     resolve_device(request.config.index.exact_device)  # --exact-device cuda without a GPU: before any work
     is_folder = {name: _is_shard_folder(path) for name, path in paths.items()}
     if not all(is_folder.values()) and not request.model:

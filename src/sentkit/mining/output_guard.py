@@ -2,8 +2,11 @@
 
 The pairs TSV and its `.json` sidecar are each refused, before any work, when they would be an input file,
 a file of an input folder (every file directly in it is read as corpus), a file a shard folder's manifest
-names as its input, or a path inside a shard folder (its `manifest.json` among them). Paths are compared
-resolved and, where both exist, by inode, so `./`, `..`, symlinks and hard links are caught.
+names as its input, a file in the folder a shard folder was encoded from (its manifest's `input_folder`; the
+next encode of that folder would read the new file as corpus and refuse the run), or a path inside a shard
+folder (its `manifest.json` among them). Paths are compared resolved and, where both exist, by inode, so
+`./`, `..`, symlinks and hard links are caught. (A link as the TSV or sidecar itself is refused before this
+check, as every output path is: sentkit.atomic.check_output_node.)
 """
 
 from __future__ import annotations
@@ -21,15 +24,14 @@ def check_outputs(flag: str, out: str | Path, sidecar: Path, inputs: list[str]) 
     one of `inputs` (text files or folders, shard folders), as the module docstring lists."""
     files, corpus_folders = _protected(inputs)
     for path, what in ((out, f"{flag} {out}"), (sidecar, f"{flag} {out}: its sidecar {sidecar}")):
-        resolved = Path(path).resolve()
+        resolved = _resolved(path)
         for target, why in files:
             if resolved == target or _same_file(resolved, target):
                 raise OutputPathError(f"{what} is {why}; write the pairs to another file")
-        for folder in corpus_folders:
+        for folder, why in corpus_folders:
             if resolved.parent == folder:
                 raise OutputPathError(
-                    f"{what} lies in the input folder {folder} (every file there is read as corpus); "
-                    "write the pairs outside it"
+                    f"{what} lies in {why} (every file there is read as corpus); write the pairs outside it"
                 )
         shard_folder = _enclosing_shard_folder(resolved)
         if shard_folder is not None:
@@ -38,33 +40,54 @@ def check_outputs(flag: str, out: str | Path, sidecar: Path, inputs: list[str]) 
             )
 
 
-def _protected(inputs: list[str]) -> tuple[list[tuple[Path, str]], list[Path]]:
-    """(files never to overwrite, each with how it was named; folders whose files are read as corpus)."""
+def _protected(inputs: list[str]) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
+    """(files never to overwrite, folders whose files are read as corpus), each with how it was named."""
     files: list[tuple[Path, str]] = []
-    corpus_folders: list[Path] = []
+    corpus_folders: list[tuple[Path, str]] = []
     for given in inputs:
         path = Path(given)
         manifest = path / MANIFEST
         if path.is_dir() and manifest.is_file():
-            for resolved in _manifest_inputs(manifest):
+            encoded_from, folder = _manifest_inputs(manifest)
+            for resolved in encoded_from:
                 files.append((resolved, f"{resolved}, an input {given} was encoded from"))
+            if folder is not None:
+                corpus_folders.append((folder, f"the folder {folder} {given} was encoded from"))
         elif path.is_dir():
-            corpus_folders.append(path.resolve())
+            corpus_folders.append((_resolved(path), f"the input folder {_resolved(path)}"))
             for file in sorted(path.iterdir()):
                 if file.is_file():
-                    files.append((file.resolve(), f"{file}, a file of the input folder {given}"))
+                    files.append((_resolved(file), f"{file}, a file of the input folder {given}"))
         else:
-            files.append((path.resolve(), f"the input {given}"))
+            files.append((_resolved(path), f"the input {given}"))
     return files, corpus_folders
 
 
-def _manifest_inputs(manifest: Path) -> list[Path]:
-    """The input files a shard manifest names (none if it cannot be read: opening the folder refuses it)."""
+def _manifest_inputs(manifest: Path) -> tuple[list[Path], Path | None]:
+    """The input files a shard manifest names and the folder they were read from when `--input` was one
+    (nothing if it cannot be read: opening the folder refuses it)."""
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        return [Path(entry["resolved"]) for entry in data["inputs"]]
+        files = [Path(entry["resolved"]) for entry in data["inputs"]]
+        if "input_folder" in data:
+            return files, None if data["input_folder"] is None else Path(data["input_folder"])
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
-        return []
+        return [], None
+    return files, _folder_of(files)
+
+
+def _folder_of(files: list[Path]) -> Path | None:
+    """A manifest that does not record `input_folder`: the folder holding its inputs when they are every
+    corpus file in it (as encoding that folder reads them: visible regular files), else None."""
+    folders = {file.parent for file in files}
+    if len(folders) != 1:
+        return None
+    (folder,) = folders
+    try:
+        present = {_resolved(f) for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")}
+    except OSError:
+        return None
+    return folder if present == set(files) else None
 
 
 def _enclosing_shard_folder(resolved: Path) -> Path | None:
@@ -83,6 +106,12 @@ def _is_shard_manifest(manifest: Path) -> bool:
     except (OSError, UnicodeDecodeError, ValueError):
         return False
     return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def _resolved(path: str | Path) -> Path:
+    """The absolute path with every link resolved; a link loop stays as it is (Path.resolve raises on one:
+    reading such an input then fails with one line, and an output in one was refused before)."""
+    return Path(os.path.realpath(path))
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -18,17 +18,15 @@ import gzip
 import hashlib
 import itertools
 import json
-import os
 import re
 import sys
-import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sentkit.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from sentkit.atomic import atomic_text_writer, atomic_write_bytes, atomic_write_json, atomic_write_text
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, GROUP, LANG, NEGATIVE_ENTITY_IDS
 from sentkit.errors import DataFormatError, InvalidArgument, MissingDataError
 from sentkit.training_data.ease.hard_negatives import HardNegativeMiner
@@ -502,26 +500,17 @@ def _entity_type(
 
 def _write_rows(path: Path, rows: Iterator[dict], max_rows: int, seed: int, stats: Counter, dump: str) -> int:
     """Stream rows to a temporary file renamed into place at the end; `max_rows` keeps a seeded sample."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     by_lang: Counter[str] = Counter()
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            if max_rows > 0:
-                rows = iter(_reservoir(rows, max_rows, seed))
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                by_lang[row[LANG]] += 1
-            fh.flush()
-            os.fsync(fh.fileno())
+    with atomic_text_writer(path) as fh:
+        if max_rows > 0:
+            rows = iter(_reservoir(rows, max_rows, seed))
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            by_lang[row[LANG]] += 1
         if not by_lang:
             raise DataFormatError(
                 dump, None, "no sentence has a linked entity with a same-type hard negative"
             )
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     stats["by_lang"] = by_lang
     return sum(by_lang.values())
 
