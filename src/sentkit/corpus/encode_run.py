@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.atomic import check_writable_dir
+from sentkit.corpus.cpu_limits import check_local_counts
 from sentkit.corpus.engine_local import (
     EncodeJob,
     check_precision,
@@ -75,6 +76,7 @@ def encode_corpus(
     log = log or _stderr
     folder = Path(request.output)
     engine = choose_engine(request.engine, request.address, request.workers)
+    check_local_counts(request.threads, request.workers, request.address)
     check_writable_dir(folder)
     if folder.is_dir() and not (folder / MANIFEST).is_file() and _foreign_files(folder):
         raise OutputPathError(f"{folder}: holds files but no {MANIFEST}; give an empty or a new folder")
