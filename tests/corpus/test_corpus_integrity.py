@@ -177,6 +177,54 @@ def test_an_identity_taken_right_after_a_write_is_not_trusted(encoder, tmp_path)
         _encode(encoder, corpus, out)
 
 
+def test_a_same_size_edit_with_its_mtime_set_back_is_found_by_its_ctime(encoder, corpus, tmp_path):
+    """The report: `encode` said "nothing to do" and `mine` printed the new text beside the old vector. Size,
+    mtime and inode are the recorded ones; the ctime the edit gave the file is not."""
+    out = tmp_path / "out"
+    _encode(encoder, corpus, out)
+    recorded = _manifest(out)["inputs"][0]
+    before = corpus.stat()
+    _rewrite_in_place(corpus, [line.replace("Tom", "Bob") for line in LINES])
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = corpus.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        recorded["size"],
+        recorded["mtime_ns"],
+        recorded["inode"],
+    )
+    assert after.st_ctime_ns != recorded["ctime_ns"]
+    with pytest.raises(InputChanged, match=r"in\.txt: rows 1-10 differ from the rows shard-00000-000000"):
+        ShardVectors(out)
+    logs = []
+    with pytest.raises(InputChanged, match="rows 1-10 differ"):
+        _encode(encoder, corpus, out, logs)
+    assert "not the size, mtime, ctime or inode recorded" in logs[0]
+
+
+def test_a_manifest_recorded_without_ctime_has_its_inputs_compared_by_their_texts(encoder, corpus, tmp_path):
+    """A folder written by an older sentkit: its inputs' texts are compared with the shards' digests (no
+    refusal), and a rerun records the identity with its ctime."""
+    out = tmp_path / "out"
+    _encode(encoder, corpus, out)
+    manifest = _manifest(out)
+    del manifest["inputs"][0]["ctime_ns"]
+    _save_manifest(out, manifest)
+    assert ShardVectors(out).texts([0]) == [LINES[0]]
+    logs = []
+    assert _encode(encoder, corpus, out, logs)["status"] == "nothing to do"
+    assert "comparing its rows with the shards' texts" in logs[0]
+    assert _manifest(out)["inputs"][0]["ctime_ns"] == corpus.stat().st_ctime_ns
+    # an old manifest's input edited the same way is refused
+    manifest = _manifest(out)
+    del manifest["inputs"][0]["ctime_ns"]
+    _save_manifest(out, manifest)
+    before = corpus.stat()
+    _rewrite_in_place(corpus, [line.replace("Tom", "Bob") for line in LINES])
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(InputChanged, match="rows 1-10 differ"):
+        ShardVectors(out)
+
+
 def test_mine_refuses_an_input_changed_after_the_folder_was_checked(encoder, corpus, tmp_path):
     out = tmp_path / "out"
     _encode(encoder, corpus, out)

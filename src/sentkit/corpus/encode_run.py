@@ -226,8 +226,8 @@ def _recheck_inputs(manifest: Manifest, log) -> None:
         if manifest.input_unchanged(index):
             continue
         log(
-            f"{entry['path']}: not the size, mtime or inode recorded when it was encoded (or recorded too soon "
-            "after it was written); comparing its rows with the shards' texts"
+            f"{entry['path']}: not the size, mtime, ctime or inode recorded when it was encoded (or recorded "
+            "too soon after it was written, or by an older sentkit); comparing its rows with the shards' texts"
         )
         identity = manifest.verify_texts(index)
         rechecked.append(InputEnd(index, entry["rows"], identity))
