@@ -189,3 +189,19 @@ def test_nlist_over_the_rows_is_refused_naming_the_flag(tmp_path):
     config = MineConfig(index=IndexConfig(kind="ivf-fastscan", nlist=5000))
     with pytest.raises(InvalidArgument, match="^--nlist 5000: 5,000 IVF lists need at least as many rows"):
         mine_files(MineRequest(str(de), str(en), str(tmp_path / "p.tsv"), "ngram", config), load_model=_never)
+
+
+def test_pq_sub_quantizers_not_dividing_a_folders_dim_are_refused_before_the_model_loads(tmp_path):
+    from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
+    from sentkit.corpus.shards import ShardSettings
+    from sentkit.mining.search import IndexConfig
+
+    de, en = _write(tmp_path / "de.txt", DE), _write(tmp_path / "en.txt", EN)
+    folder = tmp_path / "v_de"
+    request = EncodeRequest(str(de), str(folder), "ngram", ShardSettings(shard_size=2), engine="local")
+    encode_corpus(request, load_model=lambda name: NgramEncoder(dim=32), log=lambda line: None)
+    config = MineConfig(index=IndexConfig(kind="IVF2,PQ5x4"))
+    with pytest.raises(InvalidArgument, match=r"^--index IVF2,PQ5x4: PQ5x4 needs the vector dim \(32\)"):
+        mine_files(
+            MineRequest(str(folder), str(en), str(tmp_path / "p.tsv"), "ngram", config), load_model=_never
+        )

@@ -219,6 +219,8 @@ def mine_files(
         for name, path in paths.items()
         if not is_folder[name]
     }
+    for vectors in folders.values():  # the dim is recorded: PQ sub-quantizers must divide it
+        check_index(request.config.index, vectors.dim)
     rows = {paths[name]: vectors.n for name, vectors in folders.items()}
     rows |= {paths[name]: len(side.texts) for name, side in texts.items()}
     check_k(request.config.k, rows, request.config.scoring)  # before the model loads
