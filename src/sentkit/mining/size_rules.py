@@ -1,5 +1,6 @@
 """What the rows searched allow: the margin's k against the other side, and an index's lists, codebooks and
-graph against the keys it is trained on and holds (docs/cli.md, "mine: k and the rows searched").
+graph against the keys it is trained on and holds (docs/scale.md, "Mining parallel sentences": k and the
+rows searched).
 
 Checked once the sides' row counts are known and before the model loads (mine.mine_files), and again by
 mine.mine on the rows actually mined. Each direction searches the other side's rows, so the smaller side
