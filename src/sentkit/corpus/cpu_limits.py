@@ -20,14 +20,17 @@ def usable_cpus() -> int:
 
 
 def check_local_counts(threads: int | None, workers: int | None, address: str | None) -> None:
-    """Refuse (one line) --threads above this machine's CPUs, and without --address (Ray then runs on this
-    machine) --workers above them: each worker runs at least one thread."""
+    """Without --address (the run, Ray's too, is on this machine): refuse (one line) --threads or --workers
+    above this machine's CPUs (each worker runs at least one thread). With it, ray_layout checks them against
+    the cluster's nodes."""
+    if address is not None:
+        return
     cpus = usable_cpus()
     if threads is not None and threads > cpus:
         raise InvalidArgument(
             f"--threads {threads}: this machine has {cpus} CPUs for sentkit; give --threads 1 to {cpus}"
         )
-    if workers is not None and address is None and workers > cpus:
+    if workers is not None and workers > cpus:
         raise InvalidArgument(
             f"--workers {workers}: Ray runs on this machine's {cpus} CPUs, one thread at least per worker; "
             f"give --workers 1 to {cpus} (or --address of a larger cluster)"
