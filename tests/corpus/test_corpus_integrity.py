@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -176,6 +177,54 @@ def test_an_identity_taken_right_after_a_write_is_not_trusted(encoder, tmp_path)
         _encode(encoder, corpus, out)
 
 
+def test_a_same_size_edit_with_its_mtime_set_back_is_found_by_its_ctime(encoder, corpus, tmp_path):
+    """The report: `encode` said "nothing to do" and `mine` printed the new text beside the old vector. Size,
+    mtime and inode are the recorded ones; the ctime the edit gave the file is not."""
+    out = tmp_path / "out"
+    _encode(encoder, corpus, out)
+    recorded = _manifest(out)["inputs"][0]
+    before = corpus.stat()
+    _rewrite_in_place(corpus, [line.replace("Tom", "Bob") for line in LINES])
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = corpus.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        recorded["size"],
+        recorded["mtime_ns"],
+        recorded["inode"],
+    )
+    assert after.st_ctime_ns != recorded["ctime_ns"]
+    with pytest.raises(InputChanged, match=r"in\.txt: rows 1-10 differ from the rows shard-00000-000000"):
+        ShardVectors(out)
+    logs = []
+    with pytest.raises(InputChanged, match="rows 1-10 differ"):
+        _encode(encoder, corpus, out, logs)
+    assert "not the size, mtime, ctime or inode recorded" in logs[0]
+
+
+def test_a_manifest_recorded_without_ctime_has_its_inputs_compared_by_their_texts(encoder, corpus, tmp_path):
+    """A folder written by an older sentkit: its inputs' texts are compared with the shards' digests (no
+    refusal), and a rerun records the identity with its ctime."""
+    out = tmp_path / "out"
+    _encode(encoder, corpus, out)
+    manifest = _manifest(out)
+    del manifest["inputs"][0]["ctime_ns"]
+    _save_manifest(out, manifest)
+    assert ShardVectors(out).texts([0]) == [LINES[0]]
+    logs = []
+    assert _encode(encoder, corpus, out, logs)["status"] == "nothing to do"
+    assert "comparing its rows with the shards' texts" in logs[0]
+    assert _manifest(out)["inputs"][0]["ctime_ns"] == corpus.stat().st_ctime_ns
+    # an old manifest's input edited the same way is refused
+    manifest = _manifest(out)
+    del manifest["inputs"][0]["ctime_ns"]
+    _save_manifest(out, manifest)
+    before = corpus.stat()
+    _rewrite_in_place(corpus, [line.replace("Tom", "Bob") for line in LINES])
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(InputChanged, match="rows 1-10 differ"):
+        ShardVectors(out)
+
+
 def test_mine_refuses_an_input_changed_after_the_folder_was_checked(encoder, corpus, tmp_path):
     out = tmp_path / "out"
     _encode(encoder, corpus, out)
@@ -226,6 +275,10 @@ def _total(m):
     m["rows"] = 30
 
 
+def _outside(m):
+    m["shards"][1]["name"] = "../victim.npy"
+
+
 @pytest.mark.parametrize(
     "edit, expected",
     [
@@ -233,6 +286,8 @@ def _total(m):
         (_shift_first_row, r"shard-00000-000001\.npy records rows from 12, chunk 1 starts at 11"),
         (_grow_rows, r"shard-00000-000001\.npy records 12 rows, expected 10 \(rows 11-20\)"),
         (_past_the_end, r"shard-00000-000003\.npy lies past the 25 rows of"),
+        # the report: refused as "records rows from 1, chunk 0 starts at 1"
+        (_outside, r"manifest\.json: shard '\.\./victim\.npy' is a path outside the shard folder"),
     ],
 )
 def test_shard_records_that_overlap_or_do_not_fit_are_refused(encoder, corpus, tmp_path, edit, expected):
@@ -249,6 +304,49 @@ def test_shard_records_that_overlap_or_do_not_fit_are_refused(encoder, corpus, t
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     with pytest.raises(ManifestMismatch, match=expected):
         ShardVectors(out)
+
+
+def _forge_shard(folder, name, matrix, allow_pickle=False):
+    """Replace a shard file by `matrix` and its manifest record's size and sha256 to match (a hand edit)."""
+    path = folder / name
+    np.save(path, matrix, allow_pickle=allow_pickle)
+    manifest = _manifest(folder)
+    record = next(r for r in manifest["shards"] if r["name"] == name)
+    record["bytes"] = path.stat().st_size
+    record["sha256"] = sentkit.cache.sha256_file(path)
+    _save_manifest(folder, manifest)
+    return path
+
+
+def _nan_row(path):
+    matrix = np.load(path)
+    matrix[3] = np.nan
+    return matrix
+
+
+@pytest.mark.parametrize(
+    ("forge", "says"),
+    [
+        # the report: "Array can't be memory-mapped", exit 1
+        (lambda p: np.array([{"a": 1}] * 10, dtype=object), "(it holds|Array can't be memory-mapped)"),
+        # the report: blamed on the input, "has no row -50", exit 1
+        (_nan_row, r"row 3 holds NaN or inf"),
+        (lambda p: np.load(p)[:, :5], r"it holds 10 x 5, its record 10 rows of dim"),
+    ],
+)
+def test_mine_refuses_a_forged_shard_naming_it_as_corrupt(encoder, corpus, tmp_path, capsys, forge, says):
+    import sentkit.cache  # noqa: F401
+
+    out, other = tmp_path / "out", tmp_path / "other"
+    _encode(encoder, corpus, out)
+    _encode(encoder, _settled(_write(tmp_path / "en.txt", LINES[::-1])), other)
+    shard = _forge_shard(out, "shard-00000-000001.npy", forge(out / "shard-00000-000001.npy"), True)
+    tsv = tmp_path / "pairs.tsv"
+    assert main(["mine", "--src", str(out), "--tgt", str(other), "--out", str(tsv), "--index", "flat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sentkit: error: {shard}: the shard file is corrupt") and err.count("\n") == 1
+    assert re.search(says, err), err
+    assert "in.txt" not in err and not tsv.exists()
 
 
 def test_mine_refuses_an_edited_row_total(encoder, corpus, tmp_path):

@@ -64,11 +64,17 @@ def test_ray_layout_gives_each_of_w_workers_c_over_w_cpus_and_threads():
     assert layout([2], 0, workers=1) == (1, 2.0, 2)
     assert layout([2], 0, workers=2) == (2, 1.0, 1)
     assert layout([16], 0, workers=3) == (3, 5.0, 5)  # 16 / 3, whole: Ray takes no fraction above one
-    assert layout([2], 0, workers=4) == (4, 0.5, 1)  # more workers than CPUs: a fraction each
     assert layout([2, 2], 0, workers=1) == (1, 2.0, 2)  # not 4: no node has 4 CPUs
-    assert layout([1, 1], 0, workers=3) == (3, 0.5, 1)  # 0.66 would fit only one actor per node
+    assert layout([1.5, 0.5], 0, workers=2) == (2, 0.75, 1)  # 1.0 would fit only one actor
     assert layout([64], 0, threads=4) == (16, 4.0, 4)
-    assert layout([2], 0, workers=2, threads=3) == (2, 1.0, 3)  # threads as asked, CPUs as there are
+    assert layout([4], 0, workers=2, threads=3) == (2, 2.0, 3)  # threads as asked, CPUs as there are
+    # more workers than CPUs, or more threads than a node has: refused (each worker runs a thread at least)
+    with pytest.raises(InvalidArgument, match=r"^--workers 4: the Ray cluster has 2 CPUs, .* 1 to 2$"):
+        ray_layout([2], 0, workers=4)
+    with pytest.raises(InvalidArgument, match=r"^--workers 3: the Ray cluster has 2 CPUs"):
+        ray_layout([1, 1], 0, workers=3)
+    with pytest.raises(InvalidArgument, match=r"^--threads 3: the Ray cluster's largest node has 2 CPUs"):
+        ray_layout([2, 2], 0, workers=2, threads=3)
     gpus = ray_layout([16], 2)
     assert (gpus.workers, gpus.gpus_per_worker, gpus.cpus_per_worker) == (2, 1.0, 8.0)
     assert ray_layout([16], 2, device="cpu").gpus_per_worker == 0.0

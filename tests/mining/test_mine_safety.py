@@ -281,15 +281,16 @@ def test_a_side_of_zero_vectors_only_is_refused(tmp_path):
 
 # ---- the sidecar's k, FAISS's training warnings --------------------------------------------------------------
 def test_sidecar_records_the_k_the_searches_used(tmp_path):
-    de, en = _write(tmp_path / "de.txt", DE), _write(tmp_path / "en.txt", EN)
-    config = MineConfig(k=5000)
+    # sides smaller than the papers' k = 4 (a larger k is refused: test_mine_limits.py)
+    de, en = _write(tmp_path / "de3.txt", DE[:3]), _write(tmp_path / "en2.txt", EN[:2])
     sidecar = mine_files(
-        MineRequest(str(de), str(en), str(tmp_path / "p.tsv"), model="ngram", config=config),
+        MineRequest(str(de), str(en), str(tmp_path / "p.tsv"), model="ngram", config=MineConfig(k=4)),
         load_model=lambda name: NgramEncoder(),
         log=lambda line: None,
     )
-    assert (sidecar["config"]["k"], sidecar["config"]["k_requested"]) == (5, 5000)
-    assert (sidecar["index"]["forward"]["k"], sidecar["index"]["backward"]["k"]) == (5, 4)
+    assert (sidecar["config"]["k"], sidecar["config"]["k_requested"]) == (3, 4)
+    assert (sidecar["index"]["forward"]["k"], sidecar["index"]["backward"]["k"]) == (2, 3)
+    de, en = _write(tmp_path / "de.txt", DE), _write(tmp_path / "en.txt", EN)
     sidecar = mine_files(
         MineRequest(str(de), str(en), str(tmp_path / "q.tsv"), model="ngram", config=MineConfig(k=3)),
         load_model=lambda name: NgramEncoder(),

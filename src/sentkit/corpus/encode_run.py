@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.atomic import check_writable_dir
+from sentkit.corpus.cpu_limits import check_local_counts
 from sentkit.corpus.engine_local import (
     EncodeJob,
     check_precision,
@@ -76,6 +77,7 @@ def encode_corpus(
     log = log or _stderr
     folder = Path(request.output)
     engine = choose_engine(request.engine, request.address, request.workers)
+    check_local_counts(request.threads, request.workers, request.address)
     check_writable_dir(folder)
     if folder.is_dir() and not (folder / MANIFEST).is_file() and _foreign_files(folder):
         raise OutputPathError(f"{folder}: holds files but no {MANIFEST}; give an empty or a new folder")
@@ -226,8 +228,8 @@ def _recheck_inputs(manifest: Manifest, log) -> None:
         if manifest.input_unchanged(index):
             continue
         log(
-            f"{entry['path']}: not the size, mtime or inode recorded when it was encoded (or recorded too soon "
-            "after it was written); comparing its rows with the shards' texts"
+            f"{entry['path']}: not the size, mtime, ctime or inode recorded when it was encoded (or recorded "
+            "too soon after it was written, or by an older sentkit); comparing its rows with the shards' texts"
         )
         identity = manifest.verify_texts(index)
         rechecked.append(InputEnd(index, entry["rows"], identity))

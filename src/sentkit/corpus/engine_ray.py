@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
+from sentkit.corpus.cpu_limits import check_cluster_counts, usable_cpus
 from sentkit.corpus.engine_local import EncodeJob, cast_encoder, place_encoder
 from sentkit.corpus.shards import InputEnd, ShardWork, encode_and_write
 from sentkit.errors import InvalidArgument, SentkitError
@@ -82,6 +83,7 @@ def ray_layout(
         raise InvalidArgument("--device cuda: the Ray cluster has no GPU")
     if sum(node_cpus) <= 0:
         raise InvalidArgument("the Ray cluster has no CPU to run encoder workers on")
+    check_cluster_counts(node_cpus, threads, workers)
     total = float(sum(node_cpus))
     use_gpus = cluster_gpus >= 1 and device != "cpu"
     if workers is None:
@@ -154,8 +156,7 @@ def _init(ray, address: str | None) -> None:
     if address:
         options["address"] = address
     else:
-        affinity = getattr(os, "sched_getaffinity", None)
-        options["num_cpus"] = len(affinity(0)) if affinity else os.cpu_count()
+        options["num_cpus"] = usable_cpus()
     with _quiet():
         ray.init(**options)
 

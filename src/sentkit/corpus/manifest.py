@@ -190,6 +190,9 @@ class Manifest:
             ):
                 wrong.append(f"{name} names input {index!r}, chunk {chunk!r}")
                 continue
+            if not isinstance(name, str) or name != Path(name).name or name in ("", ".", ".."):
+                wrong.append(f"shard {name!r} is a path outside the shard folder (a shard is a file in it)")
+                continue
             first = chunk * size + 1
             known = inputs[index].get("rows")
             rows = size if known is None else min(size, known - first + 1)

@@ -11,13 +11,14 @@ import bz2
 import gzip
 import json
 import lzma
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.datasets.lines import decode_lines
-from sentkit.errors import DataFormatError, MissingDataError, SentkitError
+from sentkit.errors import DataFormatError, InvalidArgument, MissingDataError, SentkitError
 
 FORMATS = ("text", "jsonl", "parquet")
 COMPRESSION = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
@@ -60,12 +61,41 @@ def input_files(path: str | Path, input_format: str = "auto") -> list[InputFile]
     if p.is_dir():
         files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
         if not files:
-            raise MissingDataError(p, "expected a corpus file or a folder holding corpus files")
-    elif p.is_file():
-        files = [p]
+            raise InvalidArgument(
+                f"{p}: a folder with no corpus file in it (expected {INPUT_EXPECTED}; hidden files and "
+                "anything but regular files are skipped)"
+            )
     else:
-        raise MissingDataError(p, "expected a corpus file (text, JSONL or parquet) or a folder of them")
+        check_regular_file(p, INPUT_EXPECTED)
+        files = [p]
     return [InputFile(str(f), detect_format(f) if input_format == "auto" else input_format) for f in files]
+
+
+INPUT_EXPECTED = "a regular text, JSONL or parquet file, or a folder holding such files"
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_regular_file(path: str | Path, expected: str) -> None:
+    """Refuse (one line) a path that is not a regular file (through symlinks): a missing path is
+    MissingDataError; a pipe, device, socket or folder InvalidArgument saying what it is. Inputs are read
+    more than once (shards are checked against them, mining reads their texts back), so a stream cannot be
+    one."""
+    try:
+        mode = Path(path).stat().st_mode
+    except FileNotFoundError:
+        raise MissingDataError(path, f"expected {expected}") from None
+    if stat.S_ISREG(mode):
+        return
+    what = "a folder" if stat.S_ISDIR(mode) else next((w for test, w in _SPECIAL if test(mode)), "not a file")
+    raise InvalidArgument(
+        f"{path}: is {what}, not a regular file (expected {expected}; inputs are read more than once, so a "
+        "stream or device cannot be one)"
+    )
 
 
 def iter_rows(source: InputFile, text_field: str = "text") -> Iterator[tuple[int, str]]:
@@ -83,8 +113,7 @@ def iter_rows(source: InputFile, text_field: str = "text") -> Iterator[tuple[int
 
 def _text_lines(path: str) -> Iterator[tuple[int, str]]:
     p = Path(path)
-    if not p.is_file():
-        raise MissingDataError(p, "expected a UTF-8 text file")
+    check_regular_file(p, "a UTF-8 text file")
     opener = COMPRESSION.get(p.suffix.lower())
     with opener(p, "rb") if opener else p.open("rb") as fh:
         number = 0
@@ -123,8 +152,7 @@ def _parquet_rows(path: str, text_field: str) -> Iterator[tuple[int, str]]:
         import pyarrow.parquet as pq
     except ImportError as err:
         raise SentkitError(f"{path}: reading parquet needs pyarrow (pip install pyarrow)") from err
-    if not Path(path).is_file():
-        raise MissingDataError(path, "expected a parquet file")
+    check_regular_file(path, "a parquet file")
     try:
         parquet = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as err:

@@ -216,12 +216,37 @@ def encode_and_write(
     }
 
 
-def load_shard(path: str | Path, fmt: str, mmap: bool = True) -> np.ndarray:
-    """A shard's vectors as an (rows, dim) array (a read-only memory map for .npy when `mmap`)."""
-    if fmt == "npy":
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    import pyarrow.parquet as pq
+class ShardCorrupt(SentkitError):
+    """A listed shard file does not hold what sentkit writes: a (rows, dim) matrix of finite float32 or
+    float16 values (a file edited by hand, with its manifest record edited to match)."""
 
-    column = pq.read_table(path, columns=["vector"]).column("vector").combine_chunks()
-    dim = column.type.list_size
-    return column.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
+
+def load_shard(path: str | Path, fmt: str, mmap: bool = True) -> np.ndarray:
+    """A shard's vectors as an (rows, dim) array (a read-only memory map for .npy when `mmap`); a file that
+    is not a float matrix is ShardCorrupt (one line naming it)."""
+    try:
+        if fmt == "npy":
+            matrix = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        else:
+            import pyarrow.parquet as pq
+
+            column = pq.read_table(path, columns=["vector"]).column("vector").combine_chunks()
+            dim = column.type.list_size
+            matrix = column.values.to_numpy(zero_copy_only=False).reshape(-1, dim)
+    except (ValueError, TypeError, AttributeError, OSError, KeyError) as err:
+        raise ShardCorrupt(f"{path}: {CORRUPT} ({' '.join(str(err).split())})") from None
+    if matrix.ndim != 2 or matrix.dtype not in (np.float32, np.float16):
+        raise ShardCorrupt(f"{path}: {CORRUPT} (it holds a {matrix.ndim}-d {matrix.dtype} array)")
+    return matrix
+
+
+CORRUPT = "the shard file is corrupt: not the finite float matrix sentkit writes; encode into a new folder"
+
+
+def check_finite(block: np.ndarray, path: str | Path, first_row: int = 0) -> None:
+    """Refuse a shard block holding NaN or inf (ShardCorrupt naming the file and the block's first such
+    row, 0-based from `first_row`): sentkit never writes one (encode_rows checks every vector)."""
+    bad = ~np.isfinite(block).all(axis=1)
+    if bad.any():
+        row = first_row + int(np.flatnonzero(bad)[0])
+        raise ShardCorrupt(f"{path}: {CORRUPT} (row {row} holds NaN or inf)")

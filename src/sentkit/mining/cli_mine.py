@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 
 from sentkit.corpus.readers import FORMATS
 from sentkit.errors import InvalidArgument
 from sentkit.mining.approximate import DEFAULT_EF_SEARCH, DEFAULT_NPROBE
 from sentkit.mining.exact import DEVICES, DTYPES
-from sentkit.mining.index_spec import FACTORY_EXAMPLES, PRESETS, parse_index
+from sentkit.mining.index_spec import (
+    FACTORY_EXAMPLES,
+    MAX_DIM_PARTS,
+    MAX_EF_SEARCH,
+    MAX_LISTS,
+    MAX_REFINE,
+    PRESETS,
+    bounded_int,
+    parse_index,
+)
 from sentkit.mining.margin import DEFAULT_K, SCORINGS
 from sentkit.mining.nprobe_tuning import RECALL_TARGET, TUNE_QUERIES
 from sentkit.mining.recall import RECALL_QUERIES
 from sentkit.mining.retrieval import RETRIEVALS
 from sentkit.mining.search import FLAT_MAX, GPU_FLAT_MAX, IndexConfig
+from sentkit.mining.size_rules import K_MAX
+
+# what a signed number looks like on this command line (argparse's own rule reads `-inf` and `-1e-3` as
+# options): `--threshold -0.5` and `--threshold -inf` reach the option's type, which accepts or refuses them
+SIGNED_NUMBER = re.compile(r"^-(?:\d|\.\d|inf$|infinity$|nan$)", re.IGNORECASE)
 
 
 def add_mine_parser(sub, positive_int) -> None:
@@ -35,8 +50,13 @@ def add_mine_parser(sub, positive_int) -> None:
         "--model", default=None, help="encoder for text inputs (shard folders record their own)"
     )
     mine.add_argument("--int8", action="store_true", help="int8 ONNX export of --model (as NAME@int8)")
+    mine._negative_number_matcher = SIGNED_NUMBER  # no option of `mine` looks like a number
     mine.add_argument(
-        "--k", type=positive_int, default=DEFAULT_K, help=f"neighbours per sentence ({DEFAULT_K})"
+        "--k",
+        type=bounded_int("--k", 1, K_MAX, "a neighbour count"),
+        default=DEFAULT_K,
+        help=f"neighbours per sentence ({DEFAULT_K}; at most {K_MAX}, and above {DEFAULT_K} at most a tenth "
+        "of the smaller side's rows)",
     )
     mine.add_argument(
         "--scoring", choices=SCORINGS, default="margin", help="ratio margin (default) or cosine"
@@ -63,7 +83,8 @@ def finite_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        keeps = "every pair: leave --threshold out" if value == -math.inf else "no pair"
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r} (it would keep {keeps})")
     return value
 
 
@@ -98,14 +119,20 @@ def add_index_arguments(parser, positive_int) -> None:
         "candidates are re-scored on the CPU either way",
     )
     parser.add_argument(
-        "--nlist", type=positive_int, default=None, help="ivfpq, ivf-fastscan: IVF lists (16 / 2 sqrt(n))"
+        "--nlist",
+        type=bounded_int("--nlist", 1, MAX_LISTS, "a list count"),
+        default=None,
+        help="ivfpq, ivf-fastscan: IVF lists (16 / 2 sqrt(n)); at most the rows of the smaller side",
     )
     parser.add_argument(
-        "--pq-m", type=positive_int, default=None, help="ivfpq, ivf-fastscan: PQ sub-quantizers (64 / dim/2)"
+        "--pq-m",
+        type=bounded_int("--pq-m", 1, MAX_DIM_PARTS, "a sub-quantizer count"),
+        default=None,
+        help="ivfpq, ivf-fastscan: PQ sub-quantizers (64 / dim/2); must divide the vector dim",
     )
     parser.add_argument(
         "--nprobe",
-        type=positive_int,
+        type=bounded_int("--nprobe", 1, MAX_LISTS, "a list count"),
         default=None,
         help=f"IVF lists visited per query (default: chosen for --recall-target, from 3/64 of "
         f"ivf-fastscan's lists or {DEFAULT_NPROBE} up)",
@@ -119,13 +146,13 @@ def add_index_arguments(parser, positive_int) -> None:
     )
     parser.add_argument(
         "--ef-search",
-        type=positive_int,
+        type=bounded_int("--ef-search", 1, MAX_EF_SEARCH, "a candidate count"),
         default=None,
         help=f"HNSW candidates per query ({DEFAULT_EF_SEARCH})",
     )
     parser.add_argument(
         "--refine",
-        type=positive_int,
+        type=bounded_int("--refine", 1, MAX_REFINE, "a candidate count"),
         default=None,
         help="approximate index: candidates per neighbour, re-scored exactly (ivf-fastscan: 64; else 4)",
     )

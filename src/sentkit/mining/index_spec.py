@@ -25,8 +25,12 @@ _FACTORY = re.compile(rf"(?:{_PRE},)*{_MAIN}(?:,{_REFINE})?")
 
 
 def parse_index(text: str) -> str:
-    """`text` if it is a preset or a factory string of the grammar above; else InvalidArgument (one line)."""
-    if text in PRESETS or _FACTORY.fullmatch(text):
+    """`text` if it is a preset or a factory string of the grammar above whose numbers lie in the ranges FAISS
+    can build and search (check_factory_numbers); else InvalidArgument (one line)."""
+    if text in PRESETS:
+        return text
+    if _FACTORY.fullmatch(text):
+        check_factory_numbers(text)
         return text
     hint = ""
     if text.lower() in PRESETS:
@@ -37,6 +41,109 @@ def parse_index(text: str) -> str:
         f"--index {text!r} is neither a preset ({', '.join(PRESETS)}) nor a FAISS factory string "
         f"such as {FACTORY_EXAMPLES}{hint}"
     )
+
+
+# The numbers of a factory string, checked when the command line is parsed (docs/scale.md, "Index": numbers
+# in a factory string). Below the lower bounds FAISS aborts, crashes or hangs (HNSW M 0 and 1, NSG R below 5, PQ nbits
+# 0 and 1, RR 0, an OPQ output dim of 0) or fails only after the vectors are loaded (IVF 0 lists, PQ 0
+# sub-quantizers); the upper bounds keep an index within what one machine can hold and search.
+MAX_LISTS = 1 << 24  # IVF lists and --nprobe (the largest IVF sizes FAISS documents are 2^20-2^22)
+MAX_DIM_PARTS = 1 << 16  # OPQ/PQ sub-quantizers, PCA/RR/OPQ output dims and --pq-m
+HNSW_M = (2, 256)  # links per node: HNSW's level 0 keeps 2 M of them for every row
+NSG_R = (8, 256)  # NSG's out-degree (below 5 FAISS's graph build does not finish)
+PQ_NBITS = (3, 16)  # bits per PQ code: FAISS's PQ distance tables need 8 | 2^nbits; 2^16 centroids is what
+# the 65,536-row training sample (approximate.TRAIN_MIN) can fit
+FASTSCAN_NBITS = 4  # the fast-scan codes (fs, fsr) are 4-bit
+MAX_EF_SEARCH = 1 << 16  # --ef-search: HNSW candidates per query
+MAX_REFINE = 1024  # --refine: candidates per wanted neighbour, re-scored exactly
+
+_NUMBERS = (
+    (re.compile(r"(?<![A-Z])OPQ(\d+)(?:_(\d+))?"), "OPQ"),
+    (re.compile(r"PCAW?R?(\d+)"), "PCA"),
+    (re.compile(r"(?<![A-Z])RR(\d+)"), "RR"),
+    (re.compile(r"IVF(\d+)"), "IVF"),
+    (re.compile(r"HNSW(\d+)"), "HNSW"),
+    (re.compile(r"NSG(\d+)"), "NSG"),
+    (re.compile(r"(?<![A-Z])PQ(\d+)(?:x(\d+))?(fsr|fs|np)?"), "PQ"),
+)
+
+
+def check_factory_numbers(factory: str) -> None:
+    """Refuse (InvalidArgument, one line) a factory string with a number FAISS cannot use: each part's
+    number must lie in its range (the constants above); OPQ's output dim must be a multiple of its M."""
+    for pattern, kind in _NUMBERS:
+        for match in pattern.finditer(factory):
+            _check_part(factory, kind, match)
+
+
+def _check_part(factory: str, kind: str, match: re.Match) -> None:
+    part = match.group(0)
+    first = int(match.group(1))
+    if kind == "OPQ":
+        _in_range(factory, part, "OPQ sub-quantizers M", first, 1, MAX_DIM_PARTS)
+        if match.group(2) is not None:
+            out = int(match.group(2))
+            _in_range(factory, part, "OPQ output dim", out, 1, MAX_DIM_PARTS)
+            if out % first:
+                raise InvalidArgument(
+                    f"--index {factory}: {part} needs its output dim ({out}) to be a multiple of {first}"
+                )
+    elif kind in ("PCA", "RR"):
+        _in_range(factory, part, f"{kind} output dim", first, 1, MAX_DIM_PARTS)
+    elif kind == "IVF":
+        _in_range(factory, part, "IVF lists", first, 1, MAX_LISTS)
+    elif kind == "HNSW":
+        _in_range(factory, part, "HNSW M (links per node)", first, *HNSW_M)
+    elif kind == "NSG":
+        _in_range(factory, part, "NSG R (out-degree)", first, *NSG_R)
+    else:
+        _in_range(factory, part, "PQ sub-quantizers", first, 1, MAX_DIM_PARTS)
+        nbits = int(match.group(2)) if match.group(2) is not None else 8
+        if match.group(3) in ("fs", "fsr"):
+            if nbits != FASTSCAN_NBITS:
+                raise InvalidArgument(
+                    f"--index {factory}: fast-scan PQ codes are {FASTSCAN_NBITS}-bit "
+                    f"(PQ{first}x{FASTSCAN_NBITS}{match.group(3)}), got {nbits} bits ({part})"
+                )
+        else:
+            _in_range(factory, part, "PQ bits per code", nbits, *PQ_NBITS)
+
+
+def _in_range(factory: str, part: str, what: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        where = "" if part == factory else f" ({part})"
+        raise InvalidArgument(
+            f"--index {factory}: {what} must be from {low} to {high:,}, got {value:,}{where}"
+        )
+
+
+def bounded_int(flag: str, low: int, high: int, what: str):
+    """An argparse type: an integer from `low` to `high` (else a one-line error naming the range)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low} to {high:,}, got {text!r}")
+        return value
+
+    parse.__name__ = flag.lstrip("-").replace("-", "_")  # argparse names the type in some messages
+    return parse
+
+
+def pq_nbits(factory: str) -> int | None:
+    """Bits per PQ code of a factory string (8 when not given; None without PQ)."""
+    match = re.search(r"(?<![A-Z])PQ\d+(?:x(\d+))?", factory)
+    if match is None:
+        return None
+    return int(match.group(1) or 8)
+
+
+def uses_nsg(factory: str) -> bool:
+    return re.search(r"(?:^|,)NSG", factory) is not None
 
 
 def is_approximate(kind: str) -> bool:

@@ -33,6 +33,7 @@ from sentkit.mining.recall import report_recall
 from sentkit.mining.retrieval import select_pairs
 from sentkit.mining.search import IndexConfig, check_index, is_approximate_record, measure_recall, search
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
+from sentkit.mining.size_rules import K_MAX, check_index_rows, check_k
 from sentkit.mining.vectors import ShardVectors
 from sentkit.provenance import machine_info, package_versions, source_revision
 
@@ -50,6 +51,8 @@ class MineConfig:
     def __post_init__(self) -> None:
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise InvalidArgument(f"threshold must be a finite number, got {self.threshold}")
+        if not 1 <= self.k <= K_MAX:
+            raise InvalidArgument(f"--k {self.k}: expected 1 to {K_MAX} neighbours per sentence")
 
 
 @dataclass
@@ -67,6 +70,8 @@ def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | N
     """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring.
     An approximate index's measured recall goes to `log`, and a low one to a DataWarning."""
     check_index(config.index, x.dim)  # before either search starts
+    check_k(config.k, {"src": x.n, "tgt": y.n}, config.scoring)
+    check_index_rows(config.index.kind, config.index.nlist, {"src": x.n, "tgt": y.n})
     timings: dict[str, float] = {}
     start = time.perf_counter()
     x_sims, x_nn, fwd = _quiet_search(x, y, config)  # (nx, k): y neighbours of each x
@@ -252,6 +257,12 @@ def _mine_locked(
         for name, path in paths.items()
         if not is_folder[name]
     }
+    for vectors in folders.values():  # the dim is recorded: PQ sub-quantizers must divide it
+        check_index(request.config.index, vectors.dim)
+    rows = {paths[name]: vectors.n for name, vectors in folders.items()}
+    rows |= {paths[name]: len(side.texts) for name, side in texts.items()}
+    check_k(request.config.k, rows, request.config.scoring)  # before the model loads
+    check_index_rows(request.config.index.kind, request.config.index.nlist, rows)
     encoder = fingerprint = None
     if request.model:
         encoder = (load_model or _load_encoder)(request.model)

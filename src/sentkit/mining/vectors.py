@@ -14,7 +14,7 @@ import numpy as np
 from sentkit.corpus.identity import IDENTITY_KEYS, file_identity, same_identity
 from sentkit.corpus.manifest import Manifest, ManifestMismatch
 from sentkit.corpus.readers import InputFile, iter_rows
-from sentkit.corpus.shards import load_shard
+from sentkit.corpus.shards import CORRUPT, ShardCorrupt, check_finite, load_shard
 
 ARRAY_BLOCK_ROWS = 100_000  # rows normalised and searched at a time for in-memory vectors
 
@@ -104,7 +104,7 @@ class ShardVectors:
 
     def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
         for offset, shard in zip(self.offsets, self.shards):
-            yield int(offset), normalized(load_shard(self.folder / shard["name"], self.format))
+            yield int(offset), normalized(self._shard(shard))
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
@@ -112,9 +112,28 @@ class ShardVectors:
         which = np.searchsorted(self.offsets, rows, side="right") - 1  # (len(rows),) shard of each row
         for s in np.unique(which):
             mask = which == s
-            shard = load_shard(self.folder / self.shards[s]["name"], self.format)
-            out[mask] = shard[rows[mask] - self.offsets[s]]
+            shard = self._shard(self.shards[s], whole=False)
+            local = rows[mask] - self.offsets[s]  # rows within the shard
+            out[mask] = shard[local]
+            bad = local[~np.isfinite(out[mask]).all(axis=1)]
+            if len(bad):
+                check_finite(shard[bad[:1]], self.folder / self.shards[s]["name"], int(bad[0]))
         return normalized(out)
+
+    def _shard(self, record: dict, whole: bool = True) -> np.ndarray:
+        """A listed shard's matrix, refused (ShardCorrupt, naming the file) unless it is the finite
+        (rows, dim) float matrix its record describes: a NaN would leave its rows without neighbours
+        (`whole=False`: finiteness is left to the caller, which reads only some rows)."""
+        path = self.folder / record["name"]
+        matrix = load_shard(path, self.format)
+        if matrix.shape != (record["rows"], self.dim):
+            raise ShardCorrupt(
+                f"{path}: {CORRUPT} (it holds {matrix.shape[0]} x {matrix.shape[1]}, its record "
+                f"{record['rows']} rows of dim {self.dim})"
+            )
+        if whole:
+            check_finite(matrix, path)
+        return matrix
 
     def _locate(self, row: int) -> tuple[int, int]:
         """(input index, 1-based row in that input) of global row `row`."""
