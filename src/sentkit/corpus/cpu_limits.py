@@ -1,7 +1,7 @@
 """How many threads and workers a `sentkit encode` may ask for: no more than the CPUs that run them.
 
 A torch thread or a Ray actor past the CPUs buys no speed, and far past them exhausts the system's thread
-or process limit mid-run (docs/scale.md, "Engines"). In process, and for the local
+or process limit mid-run (docs/encoding.md, "Engines"). In process, and for the local
 Ray cluster started without `--address`, the bound is the CPUs this process may run on (its affinity mask,
 which containers and `taskset` narrow); on a cluster it is its nodes' CPUs (engine_ray.ray_layout).
 """

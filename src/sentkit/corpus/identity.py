@@ -10,7 +10,7 @@ The ctime is part of it because the mtime is the user's to set (`touch -d`, `os.
 with its mtime set back keeps size, mtime and inode, but the kernel moves the ctime to the time of the edit
 (and of the utime). Renames, chmod and new hard links move it too: such a file is compared by its texts,
 then its new identity is recorded. An identity recorded before ctime was (a manifest of an older sentkit)
-is never equal: its texts are compared with the shards' digests, as for an untrusted one (docs/scale.md,
+is never equal: its texts are compared with the shards' digests, as for an untrusted one (docs/encoding.md,
 "Resume and refusals").
 """
 

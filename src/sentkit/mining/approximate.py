@@ -30,8 +30,8 @@ TRAIN_MAX = 2_000_000  # cap: more lists than TRAIN_MAX / 39 get fewer rows each
 REFINE_ROWS = 256  # queries whose candidates are ranked and re-scored at once
 RESCORE_EXTRA = 4  # candidates beyond k re-scored in float64 after the float32 ranking
 DEFAULT_REFINE = 4  # candidates per wanted neighbour re-scored exactly, for factory strings and ivfpq
-# float32 keys kept in memory for re-scoring (1M x 384 is 1.5 GB); above, rows are read back per block. With
-# the other side's blocks, the index and the neighbour lists a 1M x 1M run peaked at 4,065 MiB (docs/scale.md)
+# float32 keys kept in memory for re-scoring (1M x 384 is 1.5 GB); above, rows are read back per block: the cap
+# keeps a 1M x 1M run's peak within a few GiB (measured in docs/mining.md, "Time and memory")
 TABLE_MAX_BYTES = 2 << 30
 
 
@@ -169,7 +169,7 @@ def approximate_search(
 def candidate_products(queries: np.ndarray, table: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """(b, c) float32 products of each query (b, d) with its candidates' rows of `table` (n, d), key rows
     `cand` (b, c) (-1: none, -inf out). FAISS reads each candidate row in place, on every OpenMP thread;
-    gathering the rows into a (b, c, d) array first costs about twice the time (docs/scale.md)."""
+    gathering the rows into a (b, c, d) array first is slower (docs/lab/mining-indexes.md)."""
     import faiss
 
     q = np.ascontiguousarray(queries, dtype=np.float32)

@@ -43,7 +43,7 @@ def parse_index(text: str) -> str:
     )
 
 
-# The numbers of a factory string, checked when the command line is parsed (docs/scale.md, "Index": numbers
+# The numbers of a factory string, checked when the command line is parsed (docs/mining.md, "Indexes": numbers
 # in a factory string). Below the lower bounds FAISS aborts, crashes or hangs (HNSW M 0 and 1, NSG R below 5, PQ nbits
 # 0 and 1, RR 0, an OPQ output dim of 0) or fails only after the vectors are loaded (IVF 0 lists, PQ 0
 # sub-quantizers); the upper bounds keep an index within what one machine can hold and search.

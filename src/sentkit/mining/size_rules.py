@@ -1,5 +1,5 @@
 """What the rows searched allow: the margin's k against the other side, and an index's lists, codebooks and
-graph against the keys it is trained on and holds (docs/scale.md, "Mining parallel sentences": k and the
+graph against the keys it is trained on and holds (docs/mining.md, "Mining parallel sentences": k and the
 rows searched).
 
 Checked once the sides' row counts are known and before the model loads (mine.mine_files), and again by
