@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sentkit.errors import ConfigError, MissingDataError
+from sentkit.objectives.options import TEMPERATURE, TEMPERATURE_MIN
 
 # Fields that may change between an interrupted run and the command that resumes it. `max_steps` and
 # `epochs` may change only while the planned number of optimizer steps stays the same (the learning-rate
@@ -42,6 +43,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "non_negative": (_non_negative, "a {kind} >= 0"),
     "steps": (lambda x: x == -1 or x > 0, "a positive integer, or -1 to train for `epochs`"),
     "ratio": (lambda x: 0 <= x < 1, "a number in [0, 1)"),
+    "temperature": (TEMPERATURE[1], TEMPERATURE[0]),  # the objectives' own range (float32, options.py)
     "seed": (lambda x: 0 <= x < 2**32, "an integer in [0, 2**32)"),
     "pooling": (lambda x: x in POOLINGS, "one of " + ", ".join(POOLINGS)),
     "nonempty": (lambda x: bool(x.strip()), "a non-empty string"),
@@ -135,7 +137,9 @@ class TrainConfig:
         1.0, "gradient clipping norm, 0 = none (Trainer default, as SimCSE)", "non_negative"
     )
     temperature: float | None = _opt(
-        None, "softmax temperature; empty = the objective's paper value (SimCSE 0.05)", "positive"
+        None,
+        f"softmax temperature, at least {TEMPERATURE_MIN:g}; empty = the objective's paper value (SimCSE 0.05)",
+        "temperature",
     )
     hard_negative_weight: float | None = _opt(
         None,

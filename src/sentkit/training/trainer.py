@@ -19,6 +19,7 @@ from sentkit.atomic import apply_default_modes, atomic_write_json
 from sentkit.datasets.columns import TEXT_COLUMNS
 from sentkit.encoders.torch_files import load_tensors
 from sentkit.errors import ConfigError, TrainingDiverged
+from sentkit.objectives.options import TINY_TEMPERATURE
 from sentkit.training.hooks import objective_extra_optimizers, objective_param_groups
 from sentkit.training.probes import ProbeRecord
 from sentkit.training.results import TOTALS_FILE, RunTotals
@@ -182,6 +183,17 @@ class SentenceTrainer(Trainer):
     def diverged(self, step: int, what: str) -> TrainingDiverged:
         """The one-line error for a run stopped at `step`, saying what is kept and how to go on."""
         kept = latest_checkpoint(self.run_dir)
+        tiny = _tiny_temperature(self.model)
+        if tiny is not None:  # the cause is the temperature, which a resume cannot change: not the lr
+            name, value = tiny
+            flag = "--temperature" if name == "temperature" else f"--objective-options {name}=..."
+            again = "start again with --overwrite" if kept is not None else "start again"
+            return TrainingDiverged(
+                f"training diverged at step {step}: {what} ({name} {value:g}, lr {self.args.learning_rate:g}); "
+                f"the {name} is far below any usable value (cosines divided by it reach {1 / value:.1e}): "
+                f"{again} with a {flag} of at least {TINY_TEMPERATURE:g} (SimCSE uses 0.05); "
+                "a lower --lr does not help"
+            )
         if kept is not None and was_checked(kept):
             hint = f"{kept} is kept: run the same command with a lower --lr to resume from it"
         elif kept is not None:
@@ -460,6 +472,20 @@ class _rng_preserved:
         if self.cuda is not None:
             torch.cuda.set_rng_state_all(self.cuda)
         return False
+
+
+def _tiny_temperature(objective) -> tuple[str, float] | None:
+    """(name, value) of the objective's smallest softmax temperature when it is below TINY_TEMPERATURE."""
+    config = getattr(objective, "config", None)
+    if not dataclasses.is_dataclass(config):
+        return None
+    found = [
+        (f.name, float(getattr(config, f.name)))
+        for f in dataclasses.fields(config)
+        if "temperature" in f.name and isinstance(getattr(config, f.name), (int, float))
+    ]
+    found = [(name, value) for name, value in found if value < TINY_TEMPERATURE]
+    return min(found, key=lambda item: item[1]) if found else None
 
 
 def _chance_levels(objective, terms: dict) -> dict[str, float]:
