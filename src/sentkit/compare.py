@@ -248,8 +248,8 @@ def _pair_by_seed(
 ) -> list[tuple[int | None, int, int]]:
     """(seed, index in A, index in B) per pair. A side of one file that records no training seed is an
     untrained start model, paired with every file of the other side; otherwise (docs/evaluation.md,
-    "Comparing over training seeds") each side holds each seed once and both sides the same seeds, a single trained
-    file included."""
+    "Comparing over training seeds") each side holds each seed once and both sides the same seeds, a
+    single trained file included."""
     sides = (
         ("--a", a_files, [training_seed(r) for r in a_runs]),
         ("--b", b_files, [training_seed(r) for r in b_runs]),
