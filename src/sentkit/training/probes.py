@@ -10,7 +10,7 @@ ruined when its embeddings of those sentences
   similarities and the model's is below `RANK_FLOOR`.
 The spread and structure rules apply only when the start itself has spread (`START_SPREAD_FLOOR`): a model
 whose sentences all start in one direction (a randomly initialised [CLS] pooling) has no structure to lose.
-The rule is described for users in docs/training.md ("When a run diverges").
+The rule is described for users in docs/training.md ("A diverging run stops").
 """
 
 from __future__ import annotations
