@@ -175,10 +175,10 @@ def test_probe_rule_thresholds():
     assert record.problem(FakeEncoder(rng.normal(size=(32, 16)))).startswith(
         "the model lost what it knew: the probe sentences' similarities no longer follow the start's (Spearman"
     )
-    assert record.problem(FakeEncoder(1000 * start)).startswith("its embeddings blew up")
+    assert record.problem(FakeEncoder(1000 * start)).startswith("the model's embeddings blew up")
     bad = start.copy()
     bad[3, 2] = np.nan
-    assert record.problem(FakeEncoder(bad)) == "its embeddings of the probe sentences are not finite"
+    assert record.problem(FakeEncoder(bad)) == "the model's embeddings of the probe sentences are not finite"
     # a start without spread has no structure to lose: only blow-ups count
     flat = ProbeRecord.measure(FakeEncoder(collapsed), texts)
     assert flat.problem(FakeEncoder(rng.normal(size=(32, 16)))) is None

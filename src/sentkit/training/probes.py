@@ -78,11 +78,11 @@ class ProbeRecord:
         vectors = _encode(encoder, self.texts)
         shape = _shape(vectors)
         if shape is None:
-            return "its embeddings of the probe sentences are not finite"
+            return "the model's embeddings of the probe sentences are not finite"
         sims, spread, norm = shape
         if not norm <= GROWTH * max(self.norm, 1e-12):
             return (
-                f"its embeddings blew up: mean norm of the probe sentences' embeddings {self.norm:.3g} at "
+                f"the model's embeddings blew up: mean norm of the probe sentences' embeddings {self.norm:.3g} at "
                 f"the start, {norm:.3g} now"
             )
         if self.spread < START_SPREAD_FLOOR:
