@@ -47,6 +47,12 @@ def test_every_softmax_temperature_has_the_float32_range(name):
     assert objective_config(name, temperature=TEMPERATURE_MIN).temperature == TEMPERATURE_MIN
 
 
+def test_the_config_check_and_the_objectives_share_the_bound():
+    from sentkit.training import config
+
+    assert config.TEMPERATURE_MIN == TEMPERATURE_MIN
+
+
 def test_the_lower_bound_keeps_the_loss_and_gradient_norm_finite_in_float32():
     torch.manual_seed(0)
     a = torch.randn(8, 16, requires_grad=True)

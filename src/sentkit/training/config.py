@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from sentkit.errors import ConfigError, MissingDataError
-from sentkit.objectives.options import TEMPERATURE, TEMPERATURE_MIN
 
 # Fields that may change between an interrupted run and the command that resumes it. `max_steps` and
 # `epochs` may change only while the planned number of optimizer steps stays the same (the learning-rate
@@ -30,6 +29,12 @@ POOLINGS = ("auto", "cls", "cls_mlp", "mean")
 
 
 # ---- value checks ------------------------------------------------------------------------------------
+# the objectives' softmax-temperature bound (sentkit.objectives.options.TEMPERATURE_MIN, which gives the float32
+# reasoning), repeated so that reading a config does not import torch; tests/training/test_temperature.py
+# checks the two agree
+TEMPERATURE_MIN = 1e-19
+
+
 def _positive(x: float) -> bool:
     return x > 0
 
@@ -43,7 +48,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "non_negative": (_non_negative, "a {kind} >= 0"),
     "steps": (lambda x: x == -1 or x > 0, "a positive integer, or -1 to train for `epochs`"),
     "ratio": (lambda x: 0 <= x < 1, "a number in [0, 1)"),
-    "temperature": (TEMPERATURE[1], TEMPERATURE[0]),  # the objectives' own range (float32, options.py)
+    "temperature": (lambda x: x >= TEMPERATURE_MIN, f"a number >= {TEMPERATURE_MIN:g}"),
     "seed": (lambda x: 0 <= x < 2**32, "an integer in [0, 2**32)"),
     "pooling": (lambda x: x in POOLINGS, "one of " + ", ".join(POOLINGS)),
     "nonempty": (lambda x: bool(x.strip()), "a non-empty string"),
