@@ -84,6 +84,27 @@ def test_one_file_a_side_has_no_seed_aware_interval(runs):
     assert "one seed: no seed-aware interval" in seeds_comparison_text(result)
 
 
+def test_a_single_trained_file_is_no_start_model_its_seed_must_pair(runs, capsys):
+    a, b = runs["a"], runs["b"]
+    # B's one file records seed 1: seed 2 of A has no partner (it would be compared with B's seed-1 run)
+    err = _refusal(capsys, "--a", a[1], a[2], "--b", b[1])
+    assert err == (
+        "sentkit: error: the training seeds do not pair: only in --a [2], only in --b - (--b's one file "
+        "records a training seed, so it is not an untrained start)\n"
+    )
+    err = _refusal(capsys, "--a", a[3], "--b", b[1], b[2], b[3])
+    assert "only in --a -, only in --b [1, 2]" in err and "--a's one file records a training seed" in err
+    err = _refusal(capsys, "--a", a[1], "--b", b[2])
+    assert "only in --a [1], only in --b [2] (to compare two runs whatever their training seeds" in err
+    # the same seed on both single files pairs; a file without a seed is the start of every seed
+    assert [p["seed"] for p in compare_seeds([a[2]], [b[2]], resamples=100)["pairs"]] == [2]
+    result = compare_seeds([a[1], a[2]], [runs["start"]], resamples=100)
+    assert [(p["seed"], p["b"]["path"]) for p in result["pairs"]] == [
+        (1, str(runs["start"])),
+        (2, str(runs["start"])),
+    ]
+
+
 def _refusal(capsys, *argv) -> str:
     assert main(["compare", *map(str, argv)]) == 2
     err = capsys.readouterr().err

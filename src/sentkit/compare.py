@@ -246,15 +246,18 @@ def run_seed(model: str | Path) -> int | None:
 def _pair_by_seed(
     a_files: Sequence[Path], b_files: Sequence[Path], a_runs: list[dict], b_runs: list[dict]
 ) -> list[tuple[int | None, int, int]]:
-    """(seed, index in A, index in B) per pair. One file on a side is paired with every file of the other
-    (an untrained start model); otherwise each side holds each seed once and both sides the same seeds."""
-    seeds_a, seeds_b = [training_seed(r) for r in a_runs], [training_seed(r) for r in b_runs]
-    if len(a_files) == 1 and len(b_files) == 1:
-        return [(seeds_b[0] if seeds_b[0] is not None else seeds_a[0], 0, 0)]
+    """(seed, index in A, index in B) per pair. A side of one file that records no training seed is an
+    untrained start model, paired with every file of the other side; otherwise (docs/evaluation.md,
+    "Comparing over training seeds") each side holds each seed once and both sides the same seeds, a
+    single trained file included."""
+    sides = (
+        ("--a", a_files, [training_seed(r) for r in a_runs]),
+        ("--b", b_files, [training_seed(r) for r in b_runs]),
+    )
     by_side = {}
-    for flag, files, seeds in (("--a", a_files, seeds_a), ("--b", b_files, seeds_b)):
-        if len(files) == 1:
-            continue
+    for flag, files, seeds in sides:
+        if len(files) == 1 and seeds[0] is None:
+            continue  # the untrained start
         for path, seed in zip(files, seeds):
             if seed is None:
                 raise InvalidArgument(
@@ -266,14 +269,22 @@ def _pair_by_seed(
             where = ", ".join(str(p) for p, s in zip(files, seeds) if s == twice[0])
             raise InvalidArgument(f"{flag}: training seed {twice[0]} appears more than once ({where})")
         by_side[flag] = {s: i for i, s in enumerate(seeds)}
+    if not by_side:  # two untrained models
+        return [(None, 0, 0)]
     if len(by_side) == 1:
         flag, index = next(iter(by_side.items()))
         return [(s, 0, i) if flag == "--b" else (s, i, 0) for s, i in sorted(index.items())]
     only_a = sorted(set(by_side["--a"]) - set(by_side["--b"]))
     only_b = sorted(set(by_side["--b"]) - set(by_side["--a"]))
     if only_a or only_b:
+        single = [flag for flag, files, _ in sides if len(files) == 1]
+        why = ""
+        if len(single) == 1:
+            why = f" ({single[0]}'s one file records a training seed, so it is not an untrained start)"
+        elif single:
+            why = " (to compare two runs whatever their training seeds, give them as A.json B.json)"
         raise InvalidArgument(
-            f"the training seeds do not pair: only in --a {only_a or '-'}, only in --b {only_b or '-'}"
+            f"the training seeds do not pair: only in --a {only_a or '-'}, only in --b {only_b or '-'}{why}"
         )
     return [(s, i, by_side["--b"][s]) for s, i in sorted(by_side["--a"].items())]
 

@@ -52,15 +52,15 @@ CASES = {
     # objective options get the flags' checks: values that make the loss NaN never reach a model
     "zero temperature option": (
         ["--objective-options", "temperature=0"],
-        "objective 'simcse-unsup': temperature: expected a positive number, got 0.0",
+        "objective 'simcse-unsup': temperature: expected a number >= 1e-19, got 0.0",
     ),
     "nan temperature option": (
         ["--objective-options", "temperature=nan"],
-        "objective 'simcse-unsup': temperature: expected a positive number, got nan",
+        "objective 'simcse-unsup': temperature: expected a number >= 1e-19, got nan",
     ),
     "negative temperature option": (
         ["--objective-options", "temperature=-1"],
-        "objective 'simcse-unsup': temperature: expected a positive number, got -1.0",
+        "objective 'simcse-unsup': temperature: expected a number >= 1e-19, got -1.0",
     ),
     "infinite weight option": (
         ["--objective", "simcse-sup", "--objective-options", "hard_negative_weight=inf"],

@@ -230,7 +230,7 @@ def test_a_checkpoint_written_without_the_check_is_not_offered(tmp_path, tiny):
     with pytest.raises(TrainingDiverged) as err:
         train(config, data=data, callbacks=[PoisonWeights(3)])
     assert str(err.value).endswith(
-        f"{run / 'checkpoint-2'} was written without a check of its weights and may hold the diverged state: "
+        f"{run / 'checkpoint-2'} was written without a check of what its model does and may hold a ruined model: "
         "start again with --overwrite and a lower --lr"
     )
 

@@ -17,7 +17,7 @@ from sentkit.training.config import StagedConfig, TrainConfig, load_config
         ("batch_size", "8.5", "batch_size: expected a positive integer, got 8.5"),
         ("lr", "0", "lr: expected a positive number, got 0"),
         ("lr", "-1e-5", "lr: expected a positive number, got -1e-05"),
-        ("temperature", "0.0", "temperature: expected a positive number or empty (null), got 0.0"),
+        ("temperature", "0.0", "temperature: expected a number >= 1e-19 or empty (null), got 0.0"),
         ("warmup_ratio", "1.5", "warmup_ratio: expected a number in [0, 1), got 1.5"),
         ("max_steps", "0", "max_steps: expected a positive integer, or -1 to train for `epochs`, got 0"),
         ("bf16", '"yes"', "bf16: expected a boolean (true/false), got 'yes'"),

@@ -302,9 +302,7 @@ def _read_dense(files: ModelFiles, folder: str) -> Dense:
 
 
 def _load_dense_weights(files: ModelFiles, folder: str, dense: Dense) -> None:
-    """model.safetensors, else pytorch_model.bin (tensors only: weights_only=True)."""
-    import torch
-
+    """model.safetensors, else pytorch_model.bin (tensors only: sentkit.encoders.torch_files)."""
     relpath = _join(folder, "model.safetensors")
     path = _find(files, relpath)
     if path is not None:
@@ -318,7 +316,9 @@ def _load_dense_weights(files: ModelFiles, folder: str, dense: Dense) -> None:
             raise MissingDataError(
                 files.where(_join(folder, "model.safetensors")), "the Dense layer's weights"
             )
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        from sentkit.encoders.torch_files import load_tensors
+
+        state = load_tensors(path)
     want = {k: tuple(v.shape) for k, v in dense.linear.state_dict().items()}
     got = {k.removeprefix("linear."): tuple(v.shape) for k, v in state.items()}
     if got != want:

@@ -116,9 +116,12 @@ class TransformerEncoder(nn.Module):
         """
         from transformers import AutoModel, AutoTokenizer
 
+        from sentkit.encoders.torch_files import check_model_weights
+
         files = ModelFiles(path_or_name)
         layout = read_layout(files)
         source, sub = files.source, (layout.transformer_path if layout else "")
+        check_model_weights(Path(source) / sub)  # tensors only, refused in one line naming the file
         with _quiet_transformers():  # its raw load report: what concerns the vectors is warned below
             extra = {"add_pooling_layer": False} if _is_bert_like(source, sub) else {}
             model, info = AutoModel.from_pretrained(source, subfolder=sub, output_loading_info=True, **extra)

@@ -29,7 +29,12 @@ from torch import nn
 from sentkit.datasets.columns import ANCHOR, ENTITY_IDS, NEGATIVE_ENTITY_IDS
 from sentkit.objectives.gather import gather_ids, gather_with_grad
 from sentkit.objectives.negatives import batch_group_pairs, same_group_pairs, uniform_softmax_loss
-from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_INT, POSITIVE_NUMBER, CheckedOptions
+from sentkit.objectives.options import (
+    NON_NEGATIVE_NUMBER,
+    POSITIVE_INT,
+    TEMPERATURE,
+    CheckedOptions,
+)
 from sentkit.objectives.simcse import encode_views, info_nce
 from sentkit.objectives.supervised import weighted_hard_negative_loss
 
@@ -37,8 +42,8 @@ from sentkit.objectives.supervised import weighted_hard_negative_loss
 @dataclass
 class EaseConfig(CheckedOptions):
     RANGES = {
-        "temperature": POSITIVE_NUMBER,
-        "entity_temperature": POSITIVE_NUMBER,
+        "temperature": TEMPERATURE,
+        "entity_temperature": TEMPERATURE,
         "entity_weight": NON_NEGATIVE_NUMBER,
         "num_entities": POSITIVE_INT,
         "entity_lr": NON_NEGATIVE_NUMBER,

@@ -12,6 +12,15 @@ from typing import Any, ClassVar
 Range = tuple[str, Callable[[Any], bool]]
 
 POSITIVE_NUMBER: Range = ("a positive number", lambda x: x > 0)
+# A softmax temperature divides cosines in [-1, 1] in float32 (cosine_logits): the logits reach 1/t and
+# each loss gradient with respect to a cosine about 1/t, and the gradient norm sums their squares, so 1/t**2
+# must stay below float32's largest value (3.4e38): t >= 1/sqrt(3.4e38) = 5.4e-20, rounded up to 1e-19.
+# Below it the loss or the gradient norm is infinite or NaN by construction (1e-300 itself rounds to 0).
+# docs/training.md ("Option checks") states the range.
+TEMPERATURE_MIN = 1e-19
+TEMPERATURE: Range = (f"a number >= {TEMPERATURE_MIN:g}", lambda x: x >= TEMPERATURE_MIN)
+# far below every published setting (SimCSE studies 0.001 to 1): a divergence there names the temperature
+TINY_TEMPERATURE = 1e-3
 NON_NEGATIVE_NUMBER: Range = ("a number >= 0", lambda x: x >= 0)
 UNIT_INTERVAL: Range = ("a number in [0, 1]", lambda x: 0 <= x <= 1)
 DROPOUT_RATE: Range = ("a number in [0, 1)", lambda x: 0 <= x < 1)

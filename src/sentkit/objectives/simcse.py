@@ -13,7 +13,7 @@ from torch import nn
 from sentkit.datasets.columns import ANCHOR
 from sentkit.objectives.gather import gather_with_grad
 from sentkit.objectives.negatives import batch_group_pairs, masked, uniform_softmax_loss
-from sentkit.objectives.options import POSITIVE_NUMBER, CheckedOptions
+from sentkit.objectives.options import TEMPERATURE, CheckedOptions
 
 
 def cosine_logits(a: torch.Tensor, b: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -56,7 +56,7 @@ def encode_views(
 
 @dataclass
 class SimCSEUnsupConfig(CheckedOptions):
-    RANGES = {"temperature": POSITIVE_NUMBER}
+    RANGES = {"temperature": TEMPERATURE}
 
     temperature: float = 0.05
     """Softmax temperature: 0.05, SimCSE sec. 3 / appendix D (EASE uses the same)."""

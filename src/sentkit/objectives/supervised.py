@@ -23,7 +23,7 @@ from torch import nn
 from sentkit.datasets.columns import ANCHOR, NEGATIVE, POSITIVE
 from sentkit.objectives.gather import gather_with_grad
 from sentkit.objectives.negatives import batch_group_pairs, masked, uniform_softmax_loss
-from sentkit.objectives.options import NON_NEGATIVE_NUMBER, POSITIVE_NUMBER, CheckedOptions
+from sentkit.objectives.options import NON_NEGATIVE_NUMBER, TEMPERATURE, CheckedOptions
 from sentkit.objectives.simcse import cosine_logits, encode_views, info_nce
 
 
@@ -65,7 +65,7 @@ def weighted_hard_negative_loss(
 
 @dataclass
 class SimCSESupConfig(CheckedOptions):
-    RANGES = {"temperature": POSITIVE_NUMBER, "hard_negative_weight": NON_NEGATIVE_NUMBER}
+    RANGES = {"temperature": TEMPERATURE, "hard_negative_weight": NON_NEGATIVE_NUMBER}
 
     temperature: float = 0.05
     """Softmax temperature: 0.05, SimCSE sec. 4 (supervised NLI setting), also JCSE and the AMR paper."""

@@ -9,6 +9,7 @@ STS17's breakdown is one Spearman per language pair and `main_score` their avera
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +25,11 @@ from sentkit.datasets.sts17 import DEFAULT_PAIRS, PAIR_FILES, WMT_PAIR, read_sts
 from sentkit.datasets.sts_pairs import STSPairs
 from sentkit.datasets.stsb import read_stsb
 from sentkit.encoders.protocol import Encoder
-from sentkit.errors import MissingDataError
+from sentkit.errors import DataWarning, MissingDataError
 from sentkit.langs import select_languages
 from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
+from sentkit.tasks.sts_checks import data_warnings, similarity_warning
 from sentkit.tasks.task import Task
 from sentkit.tasks.vectors import paired_cosine
 
@@ -44,19 +46,35 @@ def cosine_spearman(a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> float:
 class STSTask(Task):
     """Encodes every distinct sentence of all its sets once, then scores each set.
 
-    `read(data_root)` returns breakdown key -> pairs; `main_score` is the mean over keys.
+    `read(data_root)` returns breakdown key -> pairs; `main_score` is the mean over keys. Degenerate sets
+    (nearly constant gold scores or similarities, mostly repeated pairs: sts_checks.py) are warned about
+    (DataWarning) and listed in `meta["warnings"]`, which the results file keeps.
     """
 
     read: Callable[[Path | None], dict[str, STSPairs]] | None = None
     sets: dict[str, STSPairs] = field(default_factory=dict, repr=False)
+    _data_notes: list[str] | None = field(default=None, init=False, repr=False)
 
     def load(self) -> None:
-        if self.sets:
-            return
-        if self.read is None:
-            raise ValueError(f"task {self.name!r} has no reader")
-        self.sets = self.read(self.data_root)
-        self.meta["pairs"] = {key: len(pairs) for key, pairs in self.sets.items()}
+        if not self.sets:
+            if self.read is None:
+                raise ValueError(f"task {self.name!r} has no reader")
+            self.sets = self.read(self.data_root)
+            self.meta["pairs"] = {key: len(pairs) for key, pairs in self.sets.items()}
+        if self._data_notes is None:  # the data's own warnings, once
+            self._data_notes = [
+                note for key, pairs in self.sets.items() for note in data_warnings(key, pairs)
+            ]
+            self._warn(self._data_notes)
+
+    def _warn(self, notes: list[str]) -> None:
+        for note in notes:
+            warnings.warn(f"task {self.name}: {note}", DataWarning, stacklevel=3)
+        every = list(dict.fromkeys([*(self._data_notes or []), *notes]))  # this evaluation's
+        if every:
+            self.meta["warnings"] = every
+        else:
+            self.meta.pop("warnings", None)
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         self.load()
@@ -64,12 +82,16 @@ class STSTask(Task):
         encoded = encode_unique(encoder, texts, self.batch_size)
         scores = {}
         self.items = TaskItems(unit="sentence pair")
+        notes = []
         for key, pairs in self.sets.items():
             a, b = encoded.rows(pairs.sent1), encoded.rows(pairs.sent2)  # (n_pairs, dim) each
             scores[key] = cosine_spearman(a, b, pairs.gold)
             ids = digest_rows(pairs.sent1, pairs.sent2, pairs.gold)
-            self.items.add(key, "spearman", ids, pred=paired_cosine(a, b), gold=pairs.gold)
+            similarities = paired_cosine(a, b)  # (n_pairs,)
+            self.items.add(key, "spearman", ids, pred=similarities, gold=pairs.gold)
+            notes += filter(None, [similarity_warning(key, similarities)])
         self.items.aggregate("main_score", self.sets)
+        self._warn(notes)
         return with_truncation(
             {"main_score": float(np.mean(list(scores.values()))), **scores}, encoder, texts
         )

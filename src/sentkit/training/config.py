@@ -29,6 +29,12 @@ POOLINGS = ("auto", "cls", "cls_mlp", "mean")
 
 
 # ---- value checks ------------------------------------------------------------------------------------
+# the objectives' softmax-temperature bound (sentkit.objectives.options.TEMPERATURE_MIN, which gives the float32
+# reasoning), repeated so that reading a config does not import torch; tests/training/test_temperature.py
+# checks the two agree
+TEMPERATURE_MIN = 1e-19
+
+
 def _positive(x: float) -> bool:
     return x > 0
 
@@ -42,6 +48,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "non_negative": (_non_negative, "a {kind} >= 0"),
     "steps": (lambda x: x == -1 or x > 0, "a positive integer, or -1 to train for `epochs`"),
     "ratio": (lambda x: 0 <= x < 1, "a number in [0, 1)"),
+    "temperature": (lambda x: x >= TEMPERATURE_MIN, f"a number >= {TEMPERATURE_MIN:g}"),
     "seed": (lambda x: 0 <= x < 2**32, "an integer in [0, 2**32)"),
     "pooling": (lambda x: x in POOLINGS, "one of " + ", ".join(POOLINGS)),
     "nonempty": (lambda x: bool(x.strip()), "a non-empty string"),
@@ -135,7 +142,9 @@ class TrainConfig:
         1.0, "gradient clipping norm, 0 = none (Trainer default, as SimCSE)", "non_negative"
     )
     temperature: float | None = _opt(
-        None, "softmax temperature; empty = the objective's paper value (SimCSE 0.05)", "positive"
+        None,
+        f"softmax temperature, at least {TEMPERATURE_MIN:g}; empty = the objective's paper value (SimCSE 0.05)",
+        "temperature",
     )
     hard_negative_weight: float | None = _opt(
         None,

@@ -17,6 +17,7 @@ import transformers
 from transformers import TrainerCallback, TrainingArguments
 
 from sentkit.atomic import atomic_write_json, atomic_write_text
+from sentkit.encoders.torch_files import check_checkpoint_files
 from sentkit.errors import ConfigError, SentkitError
 from sentkit.training.config import RESUMABLE_CHANGES, StagedConfig, TrainConfig
 from sentkit.training.data import (
@@ -29,6 +30,7 @@ from sentkit.training.data import (
     int_columns,
     training_rows,
 )
+from sentkit.training.probes import ProbeRecord, probe_sentences
 from sentkit.training.results import checked_test_tasks, run_paths, run_results
 from sentkit.training.run_dir import (
     checkpoint_state,
@@ -40,7 +42,7 @@ from sentkit.training.run_dir import (
     remove_failed_run,
 )
 from sentkit.training.run_lock import RunLock, run_entries
-from sentkit.training.sane_state import read_start_scales
+from sentkit.training.sane_state import read_start_scales, was_checked
 from sentkit.training.trainer import ProgressPostfix, SentenceTrainer, read_totals
 
 
@@ -149,6 +151,8 @@ def _train_locked(config, checked, task, data, callbacks, config_file, main_proc
             print(f"{run_dir}: finished run (results.json); nothing to do (--overwrite to train it again)")
         return run_dir
     checkpoint = start.checkpoint
+    if checkpoint is not None:
+        check_checkpoint_files(checkpoint)  # tensors only, refused in one line before any model loads
     spec = data if data is not None else config.data
     dataset = training_rows(spec, config.data_root)
     dataset, drop_last = checked_training_rows(
@@ -170,6 +174,14 @@ def _train_locked(config, checked, task, data, callbacks, config_file, main_proc
         from sentkit.objectives import build_objective
 
         objective = build_objective(config.objective, encoder, **overrides)
+        start_scales = read_start_scales(checkpoint)
+        # the start model's behaviour, measured before any checkpoint loads into it (a checkpoint of an
+        # older sentkit carries none)
+        probes = (
+            start_scales.probes
+            if was_checked(checkpoint)
+            else ProbeRecord.measure(encoder, probe_sentences(dataset))
+        )
         trainer = SentenceTrainer(
             model=objective,
             args=args,
@@ -184,7 +196,8 @@ def _train_locked(config, checked, task, data, callbacks, config_file, main_proc
             metrics_rows=metrics_rows,
             planned_steps=(checkpoint_state(checkpoint) or {}).get("max_steps") if checkpoint else None,
             totals=read_totals(checkpoint),
-            start=read_start_scales(checkpoint),
+            start=start_scales,
+            probes=probes,
         )
         trainer.add_callback(ProgressPostfix(trainer))
         trainer.add_callback(_StartRunDir(run_dir, config, checkpoint, main_process, data_info))

@@ -1,20 +1,24 @@
 """Whether a training state is sane enough to keep: its weights and loss have not grown by orders of magnitude
-since the run started (NaN and Infinity are caught where they appear, in trainer.py).
+since the run started (NaN and Infinity are caught where they appear, in trainer.py), and its model still
+works on a few fixed sentences (the probe rule, probes.py).
 
 A run's start is recorded once, at its first optimizer step, and carried in every checkpoint
 (`run_start.json`), so a resumed run is held to the scales of its first start. A checkpoint or best/ model
 is written only from a sane state: the checkpoint a diverged run keeps is one a lower learning rate can go on
-from, not weights of 1e30 that fail again at the next step.
+from, not weights of 1e30 that fail again at the next step, nor a collapsed model that trains on to a useless
+best/.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from sentkit.training.probes import ProbeRecord
 
 START_FILE = "run_start.json"
 # Fine-tuning moves weights by about lr per step (Adam), so a BERT's largest |weight| (a LayerNorm gain or an
@@ -25,10 +29,12 @@ GROWTH = 100.0
 
 @dataclass(frozen=True)
 class StartScales:
-    """The scales a run started from: its largest |weight| and its first optimizer step's loss."""
+    """The scales a run started from: its largest |weight|, its first optimizer step's loss and what its
+    model does on the probe sentences (None when the data has too few distinct texts)."""
 
     weight: float
     loss: float | None = None
+    probes: ProbeRecord | None = None
 
     def problem(self, weight: float, loss: float | None) -> str | None:
         """Why a state with this largest |weight| and loss is not sane (None when it is)."""
@@ -44,7 +50,9 @@ class StartScales:
     def write(self, folder: Path) -> None:
         from sentkit.atomic import atomic_write_json
 
-        atomic_write_json(Path(folder) / START_FILE, asdict(self))
+        record = {"weight": self.weight, "loss": self.loss}
+        record["probes"] = None if self.probes is None else self.probes.to_dict()
+        atomic_write_json(Path(folder) / START_FILE, record)
 
 
 def read_start_scales(checkpoint: Path | None) -> StartScales | None:
@@ -53,13 +61,21 @@ def read_start_scales(checkpoint: Path | None) -> StartScales | None:
     if path is None or not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    loss = data.get("loss")
-    return StartScales(float(data["weight"]), None if loss is None else float(loss))
+    loss, probes = data.get("loss"), data.get("probes")
+    return StartScales(
+        float(data["weight"]),
+        None if loss is None else float(loss),
+        None if probes is None else ProbeRecord.from_dict(probes),
+    )
 
 
-def was_checked(checkpoint: Path) -> bool:
-    """Whether a checkpoint was written after its state was found sane (it carries the run's start)."""
-    return (Path(checkpoint) / START_FILE).is_file()
+def was_checked(checkpoint: Path | None) -> bool:
+    """Whether a checkpoint was written after its state, model behaviour included, was found sane (it
+    carries the run's start with its probe record; a checkpoint of an older sentkit has weights only)."""
+    path = None if checkpoint is None else Path(checkpoint) / START_FILE
+    if path is None or not path.is_file():
+        return False
+    return "probes" in json.loads(path.read_text(encoding="utf-8"))
 
 
 def largest_weight(module: torch.nn.Module) -> float:

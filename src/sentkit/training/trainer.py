@@ -3,6 +3,7 @@ objective hooks of `sentkit.training.hooks` (parameter groups, extra optimizers 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -16,8 +17,11 @@ from transformers import Trainer, TrainerCallback
 
 from sentkit.atomic import apply_default_modes, atomic_write_json
 from sentkit.datasets.columns import TEXT_COLUMNS
+from sentkit.encoders.torch_files import load_tensors
 from sentkit.errors import ConfigError, TrainingDiverged
+from sentkit.objectives.options import TINY_TEMPERATURE
 from sentkit.training.hooks import objective_extra_optimizers, objective_param_groups
+from sentkit.training.probes import ProbeRecord
 from sentkit.training.results import TOTALS_FILE, RunTotals
 from sentkit.training.run_dir import latest_checkpoint, write_metrics
 from sentkit.training.sane_state import StartScales, largest_weight, was_checked
@@ -30,10 +34,12 @@ class SentenceTrainer(Trainer):
 
     `planned_steps` (from the checkpoint being resumed) guards the learning-rate schedule; `totals`
     (also from that checkpoint) are the steps, loss and time of the run's earlier parts; `start` (also from
-    it) the run's starting scales (sane_state.py).
+    it) the run's starting scales (sane_state.py); `probes` what the start model does on the probe sentences
+    (probes.py), measured before training when the checkpoint carries none.
     A NaN or infinite loss term, gradient norm, weight or evaluation score stops the run at that step
     (TrainingDiverged) before anything non-finite is logged, checkpointed or saved as best/; so do weights or
-    a loss grown by orders of magnitude since the start, found when a checkpoint, best/ or a score is due.
+    a loss grown by orders of magnitude since the start, or a model ruined by the probe rule, found when a
+    checkpoint, best/ or a score is due. A checkpoint whose model is ruined is refused as a resume point.
     """
 
     def __init__(
@@ -46,6 +52,7 @@ class SentenceTrainer(Trainer):
         planned_steps: int | None = None,
         totals: RunTotals | None = None,
         start: StartScales | None = None,
+        probes: ProbeRecord | None = None,
         **kwargs,
     ) -> None:
         # the Task stands in for the eval set: Trainer requires one when evaluation is on
@@ -57,6 +64,9 @@ class SentenceTrainer(Trainer):
         self.planned_steps = planned_steps
         self.totals = totals or RunTotals()
         self.start = start  # measured at this process's first step when the checkpoint carries none
+        self.probes = probes if start is None or start.probes is None else start.probes
+        if self.start is not None and self.start.probes is None and self.probes is not None:
+            self.start = dataclasses.replace(self.start, probes=self.probes)
         self._last_loss: torch.Tensor | None = None
         self._term_sums: dict[str, torch.Tensor] = {}
         self._loss_sum: torch.Tensor | None = None  # this process's per-step losses since it started
@@ -106,7 +116,7 @@ class SentenceTrainer(Trainer):
         self._loss_sum = loss if self._loss_sum is None else self._loss_sum + loss
         self._last_loss = loss
         if weight is not None:
-            self.start = StartScales(weight, self._mean_last_loss())
+            self.start = StartScales(weight, self._mean_last_loss(), self.probes)
         return loss
 
     def _inner_steps(self, inputs: dict[str, Any]) -> None:
@@ -173,11 +183,22 @@ class SentenceTrainer(Trainer):
     def diverged(self, step: int, what: str) -> TrainingDiverged:
         """The one-line error for a run stopped at `step`, saying what is kept and how to go on."""
         kept = latest_checkpoint(self.run_dir)
+        tiny = _tiny_temperature(self.model)
+        if tiny is not None:  # the cause is the temperature, which a resume cannot change: not the lr
+            name, value = tiny
+            flag = "--temperature" if name == "temperature" else f"--objective-options {name}=..."
+            again = "start again with --overwrite" if kept is not None else "start again"
+            return TrainingDiverged(
+                f"training diverged at step {step}: {what} ({name} {value:g}, lr {self.args.learning_rate:g}); "
+                f"the {name} is far below any usable value (cosines divided by it reach {1 / value:.1e}): "
+                f"{again} with a {flag} of at least {TINY_TEMPERATURE:g} (SimCSE uses 0.05); "
+                "a lower --lr does not help"
+            )
         if kept is not None and was_checked(kept):
             hint = f"{kept} is kept: run the same command with a lower --lr to resume from it"
         elif kept is not None:
             hint = (
-                f"{kept} was written without a check of its weights and may hold the diverged state: "
+                f"{kept} was written without a check of what its model does and may hold a ruined model: "
                 "start again with --overwrite and a lower --lr"
             )
         else:
@@ -192,7 +213,8 @@ class SentenceTrainer(Trainer):
             raise self.diverged(step, f"weight {bad!r} holds NaN or Infinity")
 
     def _check_sane(self, step: int, with_loss: bool = True) -> None:
-        """Finite weights, and weights and loss not grown by orders of magnitude since the run's start.
+        """Finite weights, weights and loss not grown by orders of magnitude since the run's start, and a
+        model that still works on the probe sentences (probes.py).
 
         `with_loss` averages the last loss over processes, a collective: only where every process calls it.
         """
@@ -201,8 +223,22 @@ class SentenceTrainer(Trainer):
             return
         loss = self._mean_last_loss() if with_loss else None
         problem = self.start.problem(largest_weight(self.model), loss)
+        if problem is None and self.start.probes is not None:
+            problem = self.start.probes.problem(self.encoder)
         if problem is not None:
             raise self.diverged(step, problem)
+
+    def _check_resume_point(self, checkpoint: str) -> None:
+        """A checkpoint whose model the probe rule finds ruined is no place to go on from, whatever the lr."""
+        if self.probes is None:
+            return
+        bad = non_finite_tensor(self.model)
+        problem = f"weight {bad!r} holds NaN or Infinity" if bad else self.probes.problem(self.encoder)
+        if problem is not None:
+            raise TrainingDiverged(
+                f"{checkpoint} holds a ruined model ({problem}); resuming from it cannot give a useful "
+                "model, at any --lr: start again with --overwrite and a lower --lr"
+            )
 
     def _mean_last_loss(self) -> float | None:
         if self._last_loss is None:
@@ -290,6 +326,7 @@ class SentenceTrainer(Trainer):
         planned = list(getattr(self.lr_scheduler, "base_lrs", []))  # this config's peak lr per group
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is not None:
+            self._check_resume_point(checkpoint)  # its weights are loaded by now
             self._keep_planned_lrs(planned)
         if checkpoint is None or not self.extra_optimizers:
             return
@@ -298,7 +335,7 @@ class SentenceTrainer(Trainer):
             raise ConfigError(
                 f"{checkpoint}: no {EXTRA_OPTIMIZERS_FILE} for the objective's extra optimizers"
             )
-        states = torch.load(path, map_location="cpu", weights_only=True)
+        states = load_tensors(path)
         for name, extra in self.extra_optimizers.items():
             if name not in states:
                 raise ConfigError(f"{path}: no state for extra optimizer {name!r} (has {sorted(states)})")
@@ -435,6 +472,20 @@ class _rng_preserved:
         if self.cuda is not None:
             torch.cuda.set_rng_state_all(self.cuda)
         return False
+
+
+def _tiny_temperature(objective) -> tuple[str, float] | None:
+    """(name, value) of the objective's smallest softmax temperature when it is below TINY_TEMPERATURE."""
+    config = getattr(objective, "config", None)
+    if not dataclasses.is_dataclass(config):
+        return None
+    found = [
+        (f.name, float(getattr(config, f.name)))
+        for f in dataclasses.fields(config)
+        if "temperature" in f.name and isinstance(getattr(config, f.name), (int, float))
+    ]
+    found = [(name, value) for name, value in found if value < TINY_TEMPERATURE]
+    return min(found, key=lambda item: item[1]) if found else None
 
 
 def _chance_levels(objective, terms: dict) -> dict[str, float]:
