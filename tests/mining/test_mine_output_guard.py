@@ -10,10 +10,10 @@ import pytest
 from ngram_encoder import NgramEncoder
 from sentkit.cli import main
 from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
-from sentkit.corpus.output_lock import exclusive_lock
 from sentkit.corpus.shards import ShardSettings
 from sentkit.errors import OutputPathError
 from sentkit.mining.mine import MineRequest, lock_path, mine_files, output_lock
+from sentkit.output_lock import exclusive_lock
 
 DE = ["Der Hund schläft.", "Berlin ist groß.", "Zahlen: 12, 34.", "Ich trinke Kaffee."]
 EN = ["Numbers: 12, 34.", "The dog sleeps.", "I drink coffee.", "Berlin is big."]

@@ -171,6 +171,29 @@ def test_lock_is_exclusive_within_one_process_and_released_on_error(tmp_path):
 
 
 # ---- resume checks the data ---------------------------------------------------------------------------
+def test_a_link_planted_as_the_run_lock_is_refused_and_its_target_never_created(tmp_path):
+    """The lock file is opened without following a link: a link named .sentkit.lock pointing elsewhere makes
+    the run stop in one line, and the file it names is not created (nor a FIFO opened)."""
+    import os
+
+    from sentkit.errors import SentkitError
+    from sentkit.training.run_lock import LOCK_FILE, RunLock
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    target = tmp_path / "elsewhere" / "victim"
+    target.parent.mkdir()
+    (folder / LOCK_FILE).symlink_to(target)
+    with pytest.raises(SentkitError, match="symbolic link"):
+        RunLock(folder).__enter__()
+    assert not target.exists()
+    assert (folder / LOCK_FILE).is_symlink()
+    (folder / LOCK_FILE).unlink()
+    os.mkfifo(folder / LOCK_FILE)
+    with pytest.raises(SentkitError, match="FIFO|regular file"):
+        RunLock(folder).__enter__()
+
+
 def test_resume_on_changed_data_is_refused_and_data_is_recorded(tmp_path, tiny, data_root):
     from sentkit.cache import sha256_file
 

@@ -33,10 +33,10 @@ from sentkit.corpus.engine_local import (
     run_local,
 )
 from sentkit.corpus.manifest import MANIFEST, Manifest, now
-from sentkit.corpus.output_lock import exclusive_lock
 from sentkit.corpus.readers import InputFile, input_files
 from sentkit.corpus.shards import InputEnd, ShardSettings, ShardWork
 from sentkit.errors import InvalidArgument, OutputPathError
+from sentkit.output_lock import exclusive_lock
 
 ENGINES = ("auto", "local", "ray")
 SAVE_EVERY_S = 10.0

@@ -22,7 +22,6 @@ import numpy as np
 
 from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable_file
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
-from sentkit.corpus.output_lock import exclusive_lock
 from sentkit.errors import DataWarning, InvalidArgument
 from sentkit.mining.exact import resolve_device
 from sentkit.mining.exchange import both_exchanged
@@ -35,6 +34,7 @@ from sentkit.mining.search import IndexConfig, check_index, is_approximate_recor
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
 from sentkit.mining.size_rules import K_MAX, check_index_rows, check_k
 from sentkit.mining.vectors import ShardVectors
+from sentkit.output_lock import exclusive_lock
 from sentkit.provenance import machine_info, package_versions, source_revision
 
 TSV_HEADER = ("score", "src_id", "tgt_id", "src_text", "tgt_text")

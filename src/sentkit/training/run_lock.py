@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from sentkit.errors import ConfigError
+from sentkit.output_lock import open_lock_file, same_file, try_lock
 
 LOCK_FILE = ".sentkit.lock"
 
@@ -32,16 +33,17 @@ class RunLock:
         for _ in range(5):  # another run may remove the file or the folder between our open and lock
             self.run_dir.mkdir(parents=True, exist_ok=True)
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+                # never through a link or into a FIFO or device planted under the lock's name
+                fd = open_lock_file(self.path)
             except FileNotFoundError:
                 continue
-            if not _try_lock(fd):
+            if not try_lock(fd):
                 os.close(fd)
                 raise ConfigError(
                     f"output_dir: {self.run_dir} is in use by another sentkit training (it holds "
                     f"{LOCK_FILE}); wait for it to end or choose another output_dir"
                 )
-            if _same_file(fd, self.path):
+            if same_file(fd, self.path):
                 self._fd = fd
                 return self
             os.close(fd)  # we locked a file that was removed meanwhile: lock the current one
@@ -65,24 +67,3 @@ class RunLock:
 def run_entries(run_dir: Path) -> list[Path]:
     """What a run folder holds, without the lock file (which a killed run may leave behind)."""
     return [entry for entry in run_dir.iterdir() if entry.name != LOCK_FILE]
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        import fcntl
-    except ImportError:  # no flock on this platform (Windows): no lock, as before
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        on_disk = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)

@@ -1,6 +1,6 @@
 """One writer per output: an exclusive operating-system lock (flock) on a lock file, held while a command
 writes there. `sentkit encode` locks `.lock` in its shard folder, `sentkit mine` locks `.NAME.lock` beside
-its TSV (removed when the run ends); a second command into the same output is refused in one line. The
+its TSV (removed when the run ends), `sentkit train` locks `.sentkit.lock` in its run folder; a second command into the same output is refused in one line. The
 kernel drops the lock when its process exits or is killed, so a lock file a killed run left is no stale
 lock: the next run simply takes it.
 """
@@ -26,11 +26,11 @@ def exclusive_lock(path: str | Path, busy: str, remove: bool = False) -> Iterato
     so a process that opened it meanwhile sees it is gone and opens the new one)."""
     path = Path(path)
     for _ in range(ATTEMPTS):
-        fd = _open(path)
-        if not _try_lock(fd):
+        fd = open_lock_file(path)
+        if not try_lock(fd):
             os.close(fd)
             raise OutputPathError(busy)
-        if not remove or _same_file(fd, path):
+        if not remove or same_file(fd, path):
             break
         os.close(fd)  # we locked a file that was removed meanwhile: lock the current one
     else:
@@ -43,13 +43,15 @@ def exclusive_lock(path: str | Path, busy: str, remove: bool = False) -> Iterato
         os.close(fd)  # releases the lock
 
 
-def _open(path: Path) -> int:
+def open_lock_file(path: Path) -> int:
     """The lock file, opened without following a link and refused unless it is a regular file (a link, a FIFO
     or a device planted under its name is never opened, written or replaced)."""
     check_output_node(path, "file")
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except FileNotFoundError:  # the folder was removed meanwhile: the caller may create it again
+        raise
     except OSError as err:  # a link or another node put there since the check
         raise OutputPathError(f"{path}: cannot be used as a lock file ({err.strerror})") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device put there since the check
@@ -58,7 +60,8 @@ def _open(path: Path) -> int:
     return fd
 
 
-def _try_lock(fd: int) -> bool:
+def try_lock(fd: int) -> bool:
+    """Take the exclusive lock on `fd` without waiting; False when another process holds it."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX (Windows): no lock
@@ -70,7 +73,8 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def same_file(fd: int, path: Path) -> bool:
+    """Whether the open lock `fd` is still the file at `path` (not removed or replaced meanwhile)."""
     try:
         on_disk = os.lstat(path)
     except FileNotFoundError:
