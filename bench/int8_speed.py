@@ -327,8 +327,9 @@ def anchor_runner(encoder: AnchorEncoder, batch_size: int):
 
 def fused_int8(name: str, torch_encoder, threads: int):
     """The int8 export with onnxruntime.transformers' BERT fusion first (QAttention, fused LayerNorms)."""
-    from sentkit.encoders.onnx_encoder import OnnxEncoder
-    from sentkit.encoders.onnx_export import META_FILE, Int8Options, export_onnx, export_versions
+    from sentkit.encoders.onnx.contract import META_FILE
+    from sentkit.encoders.onnx.encoder import OnnxEncoder
+    from sentkit.encoders.onnx.export import Int8Options, export_onnx, export_versions
 
     folder = BENCH / "out" / "ort-fused" / name
     meta = json.loads((folder / META_FILE).read_text()) if (folder / META_FILE).is_file() else {}
@@ -421,7 +422,7 @@ def anchor_readable(folder: Path, copy: Path) -> Path:
 def sentkit_exports(name: str, threads: int, skipped: dict[str, str]) -> dict:
     """sentkit's export runners for `name`: every variant this environment can build (a missing optional
     package is recorded in `skipped`, not raised)."""
-    from sentkit.encoders.onnx_encoder import cached_export
+    from sentkit.encoders.export_cache import cached_export
 
     exports = {
         "sentkit onnx fp32": cached_export(name, "onnx", threads=threads),

@@ -57,8 +57,8 @@ def bench_model(
 ) -> dict:
     """The configurations timed on `folder` (default: `name`'s cached `@openvino-int8` export) over each
     text set; STS-B is scored on the set named "sentences" when `gold` is given."""
-    from sentkit.encoders.onnx_encoder import cached_export
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.export_cache import cached_export
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
 
     if folder is None:
         folder = cached_export(name, "openvino-int8", threads=args.threads).folder

@@ -136,9 +136,9 @@ def profile_model(
     hidden, intermediate) over `sentences`."""
     import openvino as ov
 
-    from sentkit.encoders.onnx_encoder import cached_export
-    from sentkit.encoders.onnx_export import INPUTS
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.export_cache import cached_export
+    from sentkit.encoders.onnx.contract import INPUTS
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
     from sentkit.encoders.protocol import length_sorted_batches, padded_batch
 
     threads, batch_size = args.threads, args.batch_size
@@ -196,8 +196,8 @@ def profile_anchor(name: str, sentences: list[str], args) -> dict:
     import numpy as np
     import openvino as ov
 
-    from sentkit.encoders.onnx_encoder import cached_export
-    from sentkit.encoders.onnx_export import INPUTS
+    from sentkit.encoders.export_cache import cached_export
+    from sentkit.encoders.onnx.contract import INPUTS
     from sentkit.encoders.protocol import length_sorted_batches, padded_batch
 
     tokenizer_side = cached_export(name, "openvino", threads=args.threads)  # the same tokens and batches
@@ -269,7 +269,7 @@ def activation_rows(profiled: dict, sentences: list[str], gold, args, snippets: 
 
     from encode_speed import stsb_spearman
 
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
 
     name, base, shapes = profiled["model"], Path(profiled["folder"]), profiled["shapes"]
     rows = {}

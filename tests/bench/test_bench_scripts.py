@@ -463,7 +463,7 @@ def test_openvino_config_times_each_compilation_on_sentences_and_passages(tmp_pa
     from argparse import Namespace
 
     from conftest import make_tiny_encoder
-    from sentkit.encoders.openvino_export import export_openvino
+    from sentkit.encoders.openvino.export import export_openvino
 
     bench = _bench("openvino_config")
     assert bench.passages(["a b c", "d e", "f g h i"], 4) == ["a b c d", "e f g h", "i"]
@@ -540,7 +540,7 @@ def test_openvino_op_profile_runs_an_export_with_the_encoders_settings(tmp_path)
     from argparse import Namespace
 
     from conftest import make_tiny_encoder
-    from sentkit.encoders.openvino_export import export_openvino
+    from sentkit.encoders.openvino.export import export_openvino
 
     bench = _bench("openvino_op_profile")
     tiny = make_tiny_encoder(pooling="mean").eval()
@@ -567,7 +567,7 @@ def test_openvino_op_profile_runs_an_export_with_the_encoders_settings(tmp_path)
         assert (
             row["first_ffn"]["gops"] > 0 and row["total_seconds"] > 0 and -100 <= row["stsb_spearman"] <= 100
         )
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
 
     vectors = OpenVinoEncoder(folder, threads=2).encode(sentences, batch_size=8)
     a, b = vectors[0::2], vectors[1::2]
@@ -579,7 +579,7 @@ def test_openvino_op_profile_runs_an_export_with_the_encoders_settings(tmp_path)
 def test_int8_bench_times_onnxruntime_dynamic_int8_by_name_where_int8_runs_another_path(monkeypatch):
     from types import SimpleNamespace
 
-    import sentkit.encoders.onnx_encoder as onnx_encoder
+    import sentkit.encoders.export_cache as export_cache
 
     bench = _bench("int8_speed")
     for chosen, extra in (("openvino-int8", True), ("int8-dynamic", False)):
@@ -589,7 +589,7 @@ def test_int8_bench_times_onnxruntime_dynamic_int8_by_name_where_int8_runs_anoth
             calls.append(variant)
             return SimpleNamespace(runtime_info={"variant": chosen if variant == "int8" else variant})
 
-        monkeypatch.setattr(onnx_encoder, "cached_export", fake)
+        monkeypatch.setattr(export_cache, "cached_export", fake)
         skipped: dict = {}
         exports = bench.sentkit_exports("m", 2, skipped)
         assert ("sentkit int8-dynamic" in exports) is extra and calls.count("int8-dynamic") == int(extra)
@@ -602,8 +602,8 @@ def test_openvino_op_profile_swaps_the_gelu_of_an_export_for_another_activation(
     import openvino as ov
 
     from conftest import make_tiny_encoder
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
-    from sentkit.encoders.openvino_export import export_openvino
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino.export import export_openvino
 
     bench = _bench("openvino_op_profile")
     tiny = make_tiny_encoder(pooling="mean").eval()

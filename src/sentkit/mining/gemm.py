@@ -10,29 +10,16 @@ from __future__ import annotations
 
 import functools
 import time
-from pathlib import Path
+from collections.abc import Sequence
 
-# the flags of /proc/cpuinfo that matter for the products (amx_bf16: Intel AMX tiles with bfloat16)
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "amx_int8")
+from sentkit.provenance import cpu_flags
+
 BF16_MIN_SPEEDUP = 1.2  # bfloat16 candidates cost a float32 re-score: take them only when clearly faster
 
 
-def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, bool]:
-    """Which of CPU_FLAGS the first processor of `cpuinfo` lists (all False where it cannot be read)."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return dict.fromkeys(CPU_FLAGS, False)
-    flags: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            break
-    return {flag: flag in flags for flag in CPU_FLAGS}
-
-
-def native_bf16(flags: dict[str, bool]) -> bool:
-    return flags.get("avx512_bf16", False) or flags.get("amx_bf16", False)
+def native_bf16(flags: Sequence[str]) -> bool:
+    """Whether a CPU with `flags` multiplies bfloat16 natively (avx512_bf16, or AMX tiles with bfloat16)."""
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
 def matmul_gflops(
