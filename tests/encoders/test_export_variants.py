@@ -274,13 +274,13 @@ def test_without_the_data_a_calibrated_variant_is_one_line_and_others_record_no_
 
 
 def test_missing_openvino_is_one_line_naming_the_extra(monkeypatch):
-    import sentkit.encoders.openvino.export as ov_export
+    import sentkit.encoders.openvino.encoder as ov_encoder
 
-    monkeypatch.setattr(ov_export.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(ov_encoder.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(
         ImportError, match=r"^OpenVINO export needs openvino and nncf: pip install 'sentkit\[openvino\]'"
     ):
-        ov_export.require_openvino(int8=True)
+        ov_encoder.require_openvino(int8=True)
 
 
 @needs_openvino
