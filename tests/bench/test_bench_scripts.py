@@ -13,17 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentkit.provenance import machine_info
+from sentkit.provenance import cpu_flags, machine_info
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # the bench scripts import bench_common from their own folder
+RESEARCH = {path.stem for path in (BENCH / "research").glob("*.py")}
 
 
 def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A benchmark's module (`bench.NAME`, or `bench.research.NAME` for a research probe), imported as
+    `python -m` runs it from the repository root."""
+    return importlib.import_module(f"bench.research.{name}" if name in RESEARCH else f"bench.{name}")
 
 
 def test_planted_bitext_is_one_to_one_and_mined_back(tmp_path):
@@ -296,7 +295,7 @@ def test_mine_scale_runs_every_stage_on_a_small_size(tmp_path):
     assert forward["index"] == "flat" and forward["dtype"] in ("float32", "bfloat16")
     assert 0 < forward["fraction_of_bound"] and result["bound_gflops"] > 0
     assert set(result["matmul_gflops"]) == {"float32", "bfloat16"}
-    assert {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"} <= set(result["cpu_flags"])
+    assert list(result["cpu_flags"]) == list(cpu_flags())  # the one reading every per-CPU choice uses
     sample = run["planted_sample"]
     assert sample["queries"] == 200 and sample["recall_at_4"] == 1.0  # exact search against itself
     assert (
@@ -342,7 +341,7 @@ def test_mine_real_runs_every_set_and_index_on_the_small_cache(tmp_path):
     assert realistic["runs"][1]["st_f1_ratio"] == pytest.approx(
         st["f1"]["f1"] / realistic["runs"][1]["f1"]["f1"], abs=1e-3
     )
-    assert set(result["cpu_flags"]) >= {"avx2", "avx512f"} and "faiss" in result["versions"]
+    assert list(result["cpu_flags"]) == list(cpu_flags()) and "faiss" in result["versions"]
     assert json.loads(out.read_text())["half"] == "A"
 
 
@@ -634,3 +633,23 @@ def test_openvino_op_profile_swaps_the_gelu_of_an_export_for_another_activation(
     assert 1 - cosine["relu"] > 100 * max(1 - cosine["tanh"], 1 - cosine["quick"])
     with pytest.raises(SystemExit, match="not one of"):
         bench.with_activation(folder, "silu", tmp_path / "silu")
+
+
+def test_bench_scripts_import_each_other_as_a_package_and_time_gemms_with_the_library():
+    """No script puts its folder on sys.path to reach another; the GEMM probes use the library's one timer."""
+    from sentkit.mining import gemm
+
+    scripts = sorted(BENCH.rglob("*.py"))
+    assert [p.name for p in scripts if "sys.path" in p.read_text(encoding="utf-8")] == []
+    assert _bench("gemm_ceilings").best_seconds is gemm.best_seconds
+    assert _bench("host_speed").best_seconds is gemm.best_seconds
+    assert not hasattr(_bench("int8_speed"), "gemm_gflops")  # its fp32 probe is gemm_ceilings.fp32_torch
+
+
+def test_the_library_gemm_timer_takes_the_fastest_call_after_a_warm_up(monkeypatch):
+    from sentkit.mining import gemm
+
+    calls, clock = [], iter([0.0, 3.0, 10.0, 11.0, 20.0, 22.0])  # timed calls of 3, 1 and 2 seconds
+    monkeypatch.setattr(gemm.time, "perf_counter", lambda: next(clock))
+    assert gemm.best_seconds(lambda: calls.append(1), 3) == 1.0
+    assert len(calls) == 4  # the warm-up call is not timed
