@@ -3,10 +3,11 @@
 Vectors are synthetic but shaped like sentence embeddings: a shared mean direction and a decaying
 spectrum (so unrelated sentences have cosines around 0.3 and some rows are hubs), with a planted
 fraction of x rows whose translation is a noisy copy hidden at a random row of y (cosine around 0.8).
-Mining is the exact FAISS search BUCC uses, both directions, then the one-to-one greedy selection; the
-F1 of the mined pairs against the planted ones (best threshold) is the sanity check. Reports wall and
-process CPU seconds, peak memory (process RSS high-water mark and numpy's peak via tracemalloc), and
-the same code on a GPU where faiss has one (`faiss.get_num_gpus() > 0`). Writes bench/out/bitext_mining.json.
+Mining is the exact search BUCC uses (sentkit.mining.exact.cosine_knn, the one `sentkit mine` runs),
+both directions, then the one-to-one greedy selection; the F1 of the mined pairs against the planted ones
+(best threshold) is the sanity check. Reports wall and process CPU seconds, peak memory (process RSS
+high-water mark and numpy's peak via tracemalloc), and the same mining with FAISS's exact GPU index where
+faiss has a GPU (`faiss.get_num_gpus() > 0`). Writes bench/out/bitext_mining.json.
 
     python -m bench.bitext_mining [--n 100000] [--dim 384] [--paired 0.1] [--threads 2]
 """
