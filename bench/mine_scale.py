@@ -77,9 +77,9 @@ def machine_bound(dim: int) -> dict:
     gflops = {dtype: round(matmul_gflops(dtype, dim=dim, repeats=10), 1) for dtype in ("float32", "bfloat16")}
     usable = gflops if native_bf16(flags) else {"float32": gflops["float32"]}
     fastest = max(usable, key=usable.get)
-    print(f"matmul GFLOP/s: {gflops}; CPU flags: {[f for f, on in flags.items() if on]}", flush=True)
+    print(f"matmul GFLOP/s: {gflops}; CPU flags: {list(flags)}", flush=True)
     return {
-        "cpu_flags": flags,
+        "cpu_flags": list(flags),
         "matmul_gflops": gflops,
         "bound_dtype": fastest,
         "bound_gflops": usable[fastest],

@@ -96,7 +96,7 @@ def test_mining_times_and_memory_are_the_measured_differences(monkeypatch):
 
 
 def test_speed_rows_divide_sentences_by_seconds():
-    from bench_common import speed_rows
+    from bench.common import speed_rows
 
     rows = speed_rows({"a": [2.0, 0.5, 1.0], "b": [4.0, 5.0]}, {"a": [3.0, 1.0, 2.0], "b": [4.0, 4.0]}, n=10)
     assert rows["a"] == {

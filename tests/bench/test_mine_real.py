@@ -204,7 +204,7 @@ def test_index_grid_probes_only_ivf_indexes():
 
 
 def test_main_reads_a_cache_of_pairs_and_shard_folders(tmp_path):
-    from mine_scale import write_side
+    from bench.mine_scale import write_side
 
     tables, other, english = sets.small_cache(0)
     write_side(tmp_path / "tiny@model", tables["small-synthetic"], "text", 1000)
