@@ -2,7 +2,7 @@
 
 For each model, the cached `NAME@openvino-int8` folder is opened four ways: the CPU plugin's defaults (1
 stream, fused attention kernels, "snippets", on), snippets off, 2 streams with snippets off, and sentkit's
-default on this host (openvino_encoder.py). The encoders are timed in turns (warm-up first, order
+default on this host (sentkit/encoders/openvino/encoder.py). The encoders are timed in turns (warm-up first, order
 alternating per round, tokenization included as a user sees it) on the STS-B test sentences (1379 pairs ->
 2758 sentences) and on passages cut from the same text: the sentences joined in file order and cut every W
 words (`--passage-words`), so batch width grows while the words stay real. Reported per text set and
