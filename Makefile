@@ -40,8 +40,8 @@ lint: venv
 	$(BIN)/ruff format --check src tests bench examples
 
 bench: venv
-	$(BIN)/python bench/encode_speed.py
-	$(BIN)/python bench/train_speed.py
+	$(BIN)/python -m bench.encode_speed
+	$(BIN)/python -m bench.train_speed
 
 clean:
 	rm -rf $(VENV) results report bench/out

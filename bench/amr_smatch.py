@@ -5,7 +5,7 @@ rule-based parser and the no-structure baseline (the same concepts all hung off 
 bench/out/amr_smatch.json. The parser's lexicon comes from the training split only; this script is the
 only place the test graphs are read, and it scores them once with fixed restarts and seed.
 
-    python bench/amr_smatch.py [--restarts 4] [--seed 0]
+    python -m bench.amr_smatch [--restarts 4] [--seed 0]
 """
 
 from __future__ import annotations

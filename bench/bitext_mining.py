@@ -3,12 +3,13 @@
 Vectors are synthetic but shaped like sentence embeddings: a shared mean direction and a decaying
 spectrum (so unrelated sentences have cosines around 0.3 and some rows are hubs), with a planted
 fraction of x rows whose translation is a noisy copy hidden at a random row of y (cosine around 0.8).
-Mining is the exact FAISS search BUCC uses, both directions, then the one-to-one greedy selection; the
-F1 of the mined pairs against the planted ones (best threshold) is the sanity check. Reports wall and
-process CPU seconds, peak memory (process RSS high-water mark and numpy's peak via tracemalloc), and
-the same code on a GPU where faiss has one (`faiss.get_num_gpus() > 0`). Writes bench/out/bitext_mining.json.
+Mining is the exact search BUCC uses (sentkit.mining.exact.cosine_knn, the one `sentkit mine` runs),
+both directions, then the one-to-one greedy selection; the F1 of the mined pairs against the planted ones
+(best threshold) is the sanity check. Reports wall and process CPU seconds, peak memory (process RSS
+high-water mark and numpy's peak via tracemalloc), and the same mining with FAISS's exact GPU index where
+faiss has a GPU (`faiss.get_num_gpus() > 0`). Writes bench/out/bitext_mining.json.
 
-    python bench/bitext_mining.py [--n 100000] [--dim 384] [--paired 0.1] [--threads 2]
+    python -m bench.bitext_mining [--n 100000] [--dim 384] [--paired 0.1] [--threads 2]
 """
 
 from __future__ import annotations
@@ -16,16 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-
+from bench.common import provenance, write_result
 from sentkit.tasks.bitext import MARGIN_K, best_threshold, mine_pairs, prf_at_threshold
 from sentkit.tasks.vectors import l2_normalize
 

@@ -14,9 +14,9 @@ Ray's workers or the pool's workers) sampled every 0.1 s, plus the command proce
 Corpora cycle the Tatoeba sentences of the shared data (all languages, real lengths). Wall times include
 model loading and, for Ray, starting the local cluster. Writes bench/out/encode_scale.json.
 
-    python bench/encode_scale.py [--sizes 10000,100000,1000000] [--throughput-rows 20000] [--model minilm-en]
-    python bench/encode_scale.py --small    # 2,000 rows: checks that every part runs
-    python bench/encode_scale.py --skip-memory --skip-st    # in process against Ray only
+    python -m bench.encode_scale [--sizes 10000,100000,1000000] [--throughput-rows 20000] [--model minilm-en]
+    python -m bench.encode_scale --small    # 2,000 rows: checks that every part runs
+    python -m bench.encode_scale --skip-memory --skip-st    # in process against Ray only
 """
 
 from __future__ import annotations
@@ -36,10 +36,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-
-from sentkit.datasets.root import data_root  # noqa: E402
+from bench.common import child_pythonpath, provenance, write_result
+from sentkit.datasets.root import data_root
 
 OUT = Path(__file__).resolve().parent / "out" / "encode_scale.json"
 SAMPLE_EVERY_S = 0.1
@@ -142,9 +140,19 @@ def sentkit_encode(
 
 def st_pool(corpus: Path, args, processes: int) -> dict:
     """sentence-transformers' multi-process pool in a child process (this script's --st-pool mode)."""
-    cmd = [sys.executable, __file__, "--st-pool", str(corpus), "--model-dir", _model_dir(args.model)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.encode_scale",
+        "--st-pool",
+        str(corpus),
+        "--model-dir",
+        _model_dir(args.model),
+    ]
     cmd += ["--processes", str(processes), "--batch-size", str(args.batch_size)]
-    result = measured(cmd, env={"OMP_NUM_THREADS": "1"})  # one thread per pool process, as the Ray workers
+    result = measured(
+        cmd, env={"OMP_NUM_THREADS": "1", **child_pythonpath()}
+    )  # one thread per pool process, as the Ray workers
     result.pop("stderr_lines")
     child = json.loads(result["stdout_tail"].strip().splitlines()[-1])
     result |= child

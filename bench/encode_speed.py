@@ -7,8 +7,8 @@ warm-up the runners are timed in turns (interleaved, so load from other processe
 the best and median sentences/s are reported, with each runner's STS-B test Spearman and its smallest
 cosine to sentkit's fp32 vectors. Writes bench/out/encode_speed.json.
 
-    python bench/encode_speed.py [--model DIR] [--batch-size 64] [--repeats 5] [--threads 2]
-    python bench/encode_speed.py --device cuda --precisions fp32,fp16,bf16 --batch-size 256
+    python -m bench.encode_speed [--model DIR] [--batch-size 64] [--repeats 5] [--threads 2]
+    python -m bench.encode_speed --device cuda --precisions fp32,fp16,bf16 --batch-size 256
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -24,14 +23,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, speed_rows, write_result  # noqa: E402
-
-from sentkit.datasets.root import data_file  # noqa: E402
-from sentkit.errors import DataFormatError  # noqa: E402
+from bench.common import provenance, speed_rows, write_result
+from sentkit.datasets.root import data_file
+from sentkit.errors import DataFormatError
 
 OUT = Path(__file__).resolve().parent / "out" / "encode_speed.json"
 

@@ -12,10 +12,10 @@ torch emulates it and the number would say nothing about the host.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import torch
+
+from sentkit.mining.gemm import best_seconds
 
 # the linear shapes of one encoder layer (in, out) and how many of each a layer runs
 LAYER = {
@@ -24,16 +24,6 @@ LAYER = {
     "ffn_out": ("intermediate", "hidden", 1),
 }
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-
-
-def best_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _layer_mix(rows: int, dims: dict[str, int], time_shape, repeats: int) -> dict[str, float]:
@@ -48,6 +38,17 @@ def _layer_mix(rows: int, dims: dict[str, int], time_shape, repeats: int) -> dic
         total_seconds += count * seconds
     out["layer_mix"] = total_ops / total_seconds / 1e9
     return out
+
+
+def fp32_torch(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> dict[str, float]:
+    """torch fp32 GFLOP/s at the encoder's shapes with `rows` tokens per batch (`torch.nn.functional.linear`,
+    as the encoder's layers run them)."""
+
+    def time_shape(rows, k, n, repeats):
+        x, w = torch.randn(rows, k), torch.randn(n, k)
+        return best_seconds(lambda: torch.nn.functional.linear(x, w), repeats)
+
+    return _layer_mix(rows, {"hidden": hidden, "intermediate": intermediate}, time_shape, repeats)
 
 
 def int8_torch(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> dict[str, float]:

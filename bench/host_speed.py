@@ -6,21 +6,17 @@ Three timings on seeded random vectors (the same bytes on every host): a float32
 an exact inner-product search (FAISS IndexFlatIP) and a fast-scan PQ search (FAISS `PQ<m>x4fs`, the
 codes `sentkit mine`'s IVF-PQ index scans). Each is the best of `repeats` calls after one warm-up.
 
-    python bench/host_speed.py        # prints the probe as JSON
+    python -m bench.host_speed        # prints the probe as JSON
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gemm_ceilings import best_seconds  # noqa: E402
-
-from sentkit.mining.index_spec import fastscan_pq_m  # noqa: E402
+from sentkit.mining.gemm import best_seconds
+from sentkit.mining.index_spec import fastscan_pq_m
 
 
 def host_speed(

@@ -1,7 +1,7 @@
 """The anchor side of bench/int8_speed.py: sentence-transformers' own backends, in their own virtualenv.
 
 sentence-transformers' ONNX backend needs optimum-onnx, which pins transformers<5, so this script runs in
-the anchor venv (`python bench/int8_speed.py --build-anchor-venv DIR` makes one) and imports no sentkit. Its
+the anchor venv (`python -m bench.int8_speed --build-anchor-venv DIR` makes one) and imports no sentkit. Its
 OpenVINO backend needs optimum-intel, whose optimum (~=2.3) conflicts with optimum-onnx's (~=2.1), so the
 OpenVINO side runs the same script in a second venv (`--build-anchor-openvino-venv DIR`).
 It answers one JSON request per stdin line with one JSON line on its real stdout (library chatter goes to

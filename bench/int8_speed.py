@@ -27,10 +27,10 @@ of it is the share of an encode pass that is GEMM work (everything else is overh
 int8 (torch._int_mm, onnxruntime MatMulInteger) and bf16 GEMM rates are probed beside the fp32 one
 (bench/gemm_ceilings.py), and every runner is given as a fraction of the ceiling of the arithmetic it uses.
 
-    python bench/int8_speed.py --build-anchor-venv bench/.anchor-venv   # once: builds the anchor venv (pinned)
-    python bench/int8_speed.py --build-anchor-openvino-venv bench/.anchor-openvino-venv   # once: OpenVINO side
-    python bench/int8_speed.py [--models minilm-en,e5-small-m] [--threads 2] [--repeats 3]
-    python bench/int8_speed.py --alternatives ctranslate2,ort-fused   # also CTranslate2 and fused onnxruntime
+    python -m bench.int8_speed --build-anchor-venv bench/.anchor-venv   # once: builds the anchor venv (pinned)
+    python -m bench.int8_speed --build-anchor-openvino-venv bench/.anchor-openvino-venv   # once: OpenVINO side
+    python -m bench.int8_speed [--models minilm-en,e5-small-m] [--threads 2] [--repeats 3]
+    python -m bench.int8_speed --alternatives ctranslate2,ort-fused   # also CTranslate2 and fused onnxruntime
 
 Writes bench/out/int8_speed.json. Takes about 6-9 minutes on 2 idle cores (exports are cached after the
 first run under $SENTKIT_CACHE/onnx and bench/out/anchor-onnx).
@@ -52,15 +52,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import speed_rows, write_result  # noqa: E402
-from encode_speed import load_average, stsb_test_sentences  # noqa: E402
-from gemm_ceilings import BF16_FLAGS, best_rate, ceiling_sent_per_s, probe_all  # noqa: E402
-
-from sentkit.provenance import cpu_info, machine_info, package_versions  # noqa: E402
+from bench.common import speed_rows, write_result
+from bench.encode_speed import load_average, stsb_test_sentences
+from bench.gemm_ceilings import BF16_FLAGS, best_rate, ceiling_sent_per_s, fp32_torch, probe_all
+from sentkit.provenance import cpu_info, machine_info, package_versions
 
 BENCH = Path(__file__).resolve().parent
 OUT = BENCH / "out" / "int8_speed.json"
@@ -223,33 +221,13 @@ def wants_bf16(mode: str, flags: list[str]) -> bool:
     return mode == "on"
 
 
-def gemm_gflops(rows: int, hidden: int, intermediate: int, repeats: int = 20) -> dict[str, float]:
-    """Best torch fp32 GFLOP/s of the encoder's three linear shapes with `rows` tokens per batch."""
-    out = {}
-    total_flops, total_seconds = 0.0, 0.0
-    for name, (k, n) in {
-        "qkvo": (hidden, hidden),
-        "ffn_in": (hidden, intermediate),
-        "ffn_out": (intermediate, hidden),
-    }.items():
-        x, w = torch.randn(rows, k), torch.randn(n, k)
-        torch.nn.functional.linear(x, w)  # warm-up
-        best = min(_seconds(lambda x=x, w=w: torch.nn.functional.linear(x, w)) for _ in range(repeats))
-        flops = 2.0 * rows * k * n
-        out[name] = flops / best / 1e9
-        weight = {"qkvo": 4, "ffn_in": 1, "ffn_out": 1}[name]  # a layer runs four h x h projections
-        total_flops += weight * flops
-        total_seconds += weight * best
-    out["layer_mix"] = total_flops / total_seconds / 1e9
-    return out
-
-
 def gemm_replay_seconds(encoder, batch_rows: list[int]) -> float:
     """Seconds the model's own weight matrices take as bare GEMMs (no bias, nothing between them) on
     the run's real batch shapes: every linear layer of the transformer once per batch of `rows` tokens.
 
-    The sustained ceiling: the same weights, shapes and duration as an encode pass, where `gemm_gflops`
-    is the best of 20 short calls on one hot weight (a burst the host reaches only at its quietest)."""
+    The sustained ceiling: the same weights, shapes and duration as an encode pass, where `fp32_torch`
+    (bench/gemm_ceilings.py) is the best of 20 short calls on one hot weight (a burst the host reaches only
+    at its quietest)."""
     weights = [m.weight.detach() for m in encoder.model.modules() if isinstance(m, torch.nn.Linear)]
     inputs: dict[tuple[int, int], torch.Tensor] = {}
     start = time.perf_counter()
@@ -268,12 +246,6 @@ def batch_rows_of(encoder, sentences: list[str], batch_size: int) -> list[int]:
     from sentkit.encoders.protocol import length_sorted_batches
 
     return [len(rows) * width for _, _, rows, width in length_sorted_batches(encoder, sentences, batch_size)]
-
-
-def _seconds(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 # ---- timing ---------------------------------------------------------------------------------------------
@@ -327,8 +299,9 @@ def anchor_runner(encoder: AnchorEncoder, batch_size: int):
 
 def fused_int8(name: str, torch_encoder, threads: int):
     """The int8 export with onnxruntime.transformers' BERT fusion first (QAttention, fused LayerNorms)."""
-    from sentkit.encoders.onnx_encoder import OnnxEncoder
-    from sentkit.encoders.onnx_export import META_FILE, Int8Options, export_onnx, export_versions
+    from sentkit.encoders.onnx.contract import META_FILE
+    from sentkit.encoders.onnx.encoder import OnnxEncoder
+    from sentkit.encoders.onnx.export import Int8Options, export_onnx, export_versions
 
     folder = BENCH / "out" / "ort-fused" / name
     meta = json.loads((folder / META_FILE).read_text()) if (folder / META_FILE).is_file() else {}
@@ -421,7 +394,7 @@ def anchor_readable(folder: Path, copy: Path) -> Path:
 def sentkit_exports(name: str, threads: int, skipped: dict[str, str]) -> dict:
     """sentkit's export runners for `name`: every variant this environment can build (a missing optional
     package is recorded in `skipped`, not raised)."""
-    from sentkit.encoders.onnx_encoder import cached_export
+    from sentkit.encoders.export_cache import cached_export
 
     exports = {
         "sentkit onnx fp32": cached_export(name, "onnx", threads=threads),
@@ -533,13 +506,13 @@ def bench_model(name: str, args, sentences: list[str], workers: dict, scratch: P
     shapes = model_shapes(torch_encoder)
     flops = flops_per_sentence(tokens, **shapes)
     rows = args.batch_size * int(round(tokens.mean()))
-    probes = [gemm_gflops(rows, shapes["hidden"], shapes["intermediate"])]
+    probes = [fp32_torch(rows, shapes["hidden"], shapes["intermediate"])]
     other_probes = [probe_all(rows, shapes["hidden"], shapes["intermediate"], args.threads, flags)]
     replay_rows = batch_rows_of(torch_encoder, sentences, args.batch_size)
     replays: list[float] = []
 
     def probe() -> None:
-        probes.append(gemm_gflops(rows, shapes["hidden"], shapes["intermediate"]))
+        probes.append(fp32_torch(rows, shapes["hidden"], shapes["intermediate"]))
         other_probes.append(probe_all(rows, shapes["hidden"], shapes["intermediate"], args.threads, flags))
         replays.append(gemm_replay_seconds(torch_encoder, replay_rows))
 
@@ -790,7 +763,7 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"--anchors {args.anchors}: expected onnx and/or openvino, got {side!r}")
         if not pythons[side].is_file():
             raise SystemExit(
-                f"{pythons[side]}: no {side} anchor venv; build it with `python bench/int8_speed.py "
+                f"{pythons[side]}: no {side} anchor venv; build it with `python -m bench.int8_speed "
                 f"{builds[side]} DIR` (then pass its python), or leave it out with --anchors / --no-anchor"
             )
     workers = {

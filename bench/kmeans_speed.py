@@ -8,26 +8,23 @@ Reports wall and process CPU seconds (CPU is the steadier number on a shared mac
 accuracy, and whether sentkit's labels are identical to scikit-learn's. Vectors come from `--model`
 (encoded once, kept in `--cache` as <set>.npy + <set>.labels.npy). Writes bench/out/kmeans_speed.json.
 
-    python bench/kmeans_speed.py [--model minilm-en] [--sets tweet,searchsnippets,mewsc16-ja] [--cache DIR]
+    python -m bench.kmeans_speed [--model minilm-en] [--sets tweet,searchsnippets,mewsc16-ja] [--cache DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-
-from sentkit.tasks.clustering import (  # noqa: E402
+from bench.common import provenance, write_result
+from sentkit.tasks.clustering import (
     FAISS_NITER,
     N_INIT,
     SEEDS,

@@ -1,6 +1,6 @@
 """`sentkit mine` end to end on a realistic N x N set: shard folders in, pairs.tsv out, wall time and peak memory.
 
-bench/mine_real.py measures each index's search on sets held in memory; this script measures what a user
+bench/research/mine_real.py measures each index's search on sets held in memory; this script measures what a user
 runs. It builds one realistic set from the real-vector cache exactly as mine_real.py does (same half, seed
 and construction: bench/mine_real_sets.py), writes its two sides as shard folders with sentkit's encode path
 (texts "x <row>" and "y <row>"), then runs the `sentkit mine` command in a child process under
@@ -11,8 +11,8 @@ TSV it computes precision, recall and F1 against the planted pairs at the best t
 after the command it records bench/host_speed.py's probe (a float32 product, an exact and a fast-scan PQ
 search on fixed seeded vectors), so a run can be compared with one made on another day by what the host did.
 
-    python bench/mine_e2e.py --model e5-small-m@int8 --half B --n 1000000 [--index auto] [--mine-arg=--nprobe=64]
-    python bench/mine_e2e.py --small      # a tiny synthetic cache: the script runs
+    python -m bench.mine_e2e --model e5-small-m@int8 --half B --n 1000000 [--index auto] [--mine-arg=--nprobe=64]
+    python -m bench.mine_e2e --small      # a tiny synthetic cache: the script runs
 
 Writes bench/out/mine_e2e.json (or --out).
 """
@@ -31,16 +31,22 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-from host_speed import host_speed  # noqa: E402
-from mine_real import cache_folder, inverse_gold, model_vectors  # noqa: E402
-from mine_real_sets import CONSTRUCTIONS, halves, real_rows, real_statistics, realistic_set  # noqa: E402
-
-from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
-from sentkit.corpus.shards import ShardSettings  # noqa: E402
-from sentkit.mining.gemm import cpu_flags  # noqa: E402
-from sentkit.tasks.bitext import best_threshold, prf_at_threshold  # noqa: E402
+from bench.common import provenance, write_result
+from bench.host_speed import host_speed
+from bench.mine_real_sets import (
+    CONSTRUCTIONS,
+    cache_folder,
+    halves,
+    inverse_gold,
+    model_vectors,
+    real_rows,
+    real_statistics,
+    realistic_set,
+)
+from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
+from sentkit.corpus.shards import ShardSettings
+from sentkit.provenance import cpu_flags
+from sentkit.tasks.bitext import best_threshold, prf_at_threshold
 
 OUT = Path(__file__).resolve().parent / "out" / "mine_e2e.json"
 
@@ -49,7 +55,7 @@ def build(args) -> tuple:
     """(x, y, gold, info) of the realistic set of args.n rows a side."""
     cache = None if args.small else cache_folder(args.cache)
     vectors, other, english, used = model_vectors(cache, args.model, args.seed)
-    from mine_real_sets import VectorSet
+    from bench.mine_real_sets import VectorSet
 
     mask = halves(len(vectors), other, english, args.seed) == "AB".index(args.half)
     rows = real_rows(mask, other, english, args.seed)

@@ -1,4 +1,4 @@
-"""The vector sets of bench/mine_real.py: halves of the real texts, the real set, the realistic set.
+"""The vector sets of bench/research/mine_real.py: halves of the real texts, the real set, the realistic set.
 
 **Halves.** The translation pairs (pairs.tsv) join texts into components (a sentence, its translations,
 their other translations, ...). A seeded hash of each component's first row puts the whole component in
@@ -38,13 +38,17 @@ rows alike, the cosine of sampled source rows to their nearest *other source row
 from __future__ import annotations
 
 import csv
+import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from bench.bitext_mining import planted_bitext
 from sentkit.errors import InvalidArgument
 from sentkit.mining.exact import UnitRows, exact_search
+from sentkit.mining.vectors import ShardVectors
 
 LEVELS = np.linspace(0.0, 1.0, 101)  # quantile levels of the copy-cosine calibration
 COPY_COS_MAX = 0.9999
@@ -336,3 +340,77 @@ def _quantile_record(copy_q: np.ndarray, built: np.ndarray, target: np.ndarray) 
         "nn_cos_real": _at(target),
         "max_gap": round(float(np.abs(built - target)[5:96].max()), 4),
     }
+
+
+def inverse_gold(gold: np.ndarray, ny: int) -> np.ndarray:
+    """(ny,) each target row's planted source row, -1 none: `gold` (source row -> target row) read backward."""
+    inverse = np.full(ny, -1, dtype=np.int64)
+    inverse[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
+    return inverse
+
+
+def load_model_vectors(folder: Path) -> np.ndarray:
+    """Every row of a shard folder, L2-normalised, in one (n, d) float32 array. A folder still being
+    encoded (or stopped) gives its encoded prefix: the finished shards that run on from row 1 (a warning says
+    how many rows that is); the caller drops the pairs beyond it."""
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    if manifest.get("complete"):
+        vectors = ShardVectors(folder)
+        out = np.empty((vectors.n, vectors.dim), dtype=np.float32)
+        for start, block in vectors.blocks():
+            out[start : start + len(block)] = block
+        return out
+    blocks, row = [], 1
+    for shard in sorted(manifest["shards"], key=lambda s: (s["input"], s["first_row"])):
+        if shard["input"] != 0 or shard["first_row"] != row:
+            break
+        blocks.append(np.load(folder / shard["name"]).astype(np.float32))
+        row += shard["rows"]
+    if not blocks:
+        raise InvalidArgument(f"{folder}: no finished shard from row 1 yet")
+    out = np.concatenate(blocks)
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    print(
+        f"warning: {folder} is not complete: using its encoded prefix, the first {len(out):,} texts",
+        file=sys.stderr,
+        flush=True,
+    )
+    return out
+
+
+def cache_folder(asked: Path | None) -> Path:
+    """The real-vector cache (--cache, else bench/real_sentences.py's default), refused without pairs.tsv."""
+    from bench.real_sentences import default_cache
+
+    cache = asked or default_cache()
+    if not (cache / "pairs.tsv").is_file():
+        raise InvalidArgument(f"--cache {cache}: no pairs.tsv; run bench/real_sentences.py first")
+    return cache
+
+
+def model_vectors(cache: Path | None, model: str, seed: int = 0) -> tuple:
+    """(vectors, other, english, used): a model's unit vectors from the cache (None: the small synthetic
+    cache) and the translation pairs among the rows it holds (a folder still being encoded holds a prefix)."""
+    if cache is None:
+        tables, other, english = small_cache(seed)
+        vectors = next(iter(tables.values()))
+        return vectors, other, english, {"texts": len(vectors), "translation_pairs": len(other)}
+    other, english = read_pairs(cache / "pairs.tsv")
+    vectors = load_model_vectors(cache / model.replace("/", "_"))
+    inside = (other < len(vectors)) & (english < len(vectors))
+    used = {"texts": len(vectors), "translation_pairs": int(inside.sum())}
+    return vectors, other[inside], english[inside], used
+
+
+def small_cache(seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """A tiny stand-in for the cache: 4,000 structured 32-d vectors, 500 Tatoeba-like pairs and 100 English
+    rows with 3 XNLI-like partners each."""
+    rng = np.random.default_rng(seed)
+    base, _, _ = planted_bitext(4000, 32, 0.0, 1.0, seed)
+    other = np.concatenate([np.arange(0, 1000, 2), 1000 + np.arange(300)])
+    english = np.concatenate([np.arange(1, 1000, 2), 1300 + np.repeat(np.arange(100), 3)])
+    base[other] = base[english] + 0.5 * rng.standard_normal((len(other), 32)).astype(np.float32) * base.std(
+        axis=0
+    )
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    return {"small-synthetic": base}, other, english

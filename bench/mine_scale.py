@@ -12,8 +12,8 @@ bound; each approximate search the recall@k that mining measured. Then, on a sam
 often exact search and the run's index have the planted translation among the k neighbours, and the F1
 of the mined pairs against the planted ones. Writes bench/out/mine_scale.json.
 
-    python bench/mine_scale.py [--sizes 100000,1000000] [--dim 384] [--threads 2] [--index auto]
-    python bench/mine_scale.py --small    # 5,000 x 5,000: the script runs
+    python -m bench.mine_scale [--sizes 100000,1000000] [--dim 384] [--threads 2] [--index auto]
+    python -m bench.mine_scale --small    # 5,000 x 5,000: the script runs
 """
 
 from __future__ import annotations
@@ -21,29 +21,27 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import StageMeter, provenance, write_result  # noqa: E402
-from bitext_mining import planted_bitext  # noqa: E402
-
-from sentkit.corpus.encode_run import EncodeRequest, encode_corpus  # noqa: E402
-from sentkit.corpus.shards import ShardSettings  # noqa: E402
-from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
-from sentkit.mining.exchange import both_exchanged  # noqa: E402
-from sentkit.mining.gemm import cpu_flags, matmul_gflops, native_bf16  # noqa: E402
-from sentkit.mining.index_spec import parse_index  # noqa: E402
-from sentkit.mining.margin import candidate_scores  # noqa: E402
-from sentkit.mining.mine import Mined, write_pairs  # noqa: E402
-from sentkit.mining.retrieval import select_pairs  # noqa: E402
-from sentkit.mining.search import IndexConfig, is_approximate_record, search  # noqa: E402
-from sentkit.mining.vectors import ShardVectors  # noqa: E402
-from sentkit.tasks.bitext import best_threshold, prf_at_threshold  # noqa: E402
+from bench.bitext_mining import planted_bitext
+from bench.common import StageMeter, provenance, write_result
+from sentkit.corpus.encode_run import EncodeRequest, encode_corpus
+from sentkit.corpus.shards import ShardSettings
+from sentkit.mining.exact import UnitRows, exact_search
+from sentkit.mining.exchange import both_exchanged
+from sentkit.mining.gemm import matmul_gflops, native_bf16
+from sentkit.mining.index_spec import parse_index
+from sentkit.mining.margin import candidate_scores
+from sentkit.mining.mine import Mined, write_pairs
+from sentkit.mining.retrieval import select_pairs
+from sentkit.mining.search import IndexConfig, is_approximate_record, search
+from sentkit.mining.vectors import ShardVectors
+from sentkit.provenance import cpu_flags
+from sentkit.tasks.bitext import best_threshold, prf_at_threshold
 
 OUT = Path(__file__).resolve().parent / "out" / "mine_scale.json"
 
@@ -76,14 +74,12 @@ def machine_bound(dim: int) -> dict:
     """The CPU flags and torch's float32 and bfloat16 product throughput at this dim (GFLOP/s); `bound`:
     the fastest dtype's (bfloat16 counts only where the CPU has it natively)."""
     flags = cpu_flags()
-    gflops = {
-        dtype: round(matmul_gflops(dtype, dim=dim, seconds=1.0), 1) for dtype in ("float32", "bfloat16")
-    }
+    gflops = {dtype: round(matmul_gflops(dtype, dim=dim, repeats=10), 1) for dtype in ("float32", "bfloat16")}
     usable = gflops if native_bf16(flags) else {"float32": gflops["float32"]}
     fastest = max(usable, key=usable.get)
-    print(f"matmul GFLOP/s: {gflops}; CPU flags: {[f for f, on in flags.items() if on]}", flush=True)
+    print(f"matmul GFLOP/s: {gflops}; CPU flags: {list(flags)}", flush=True)
     return {
-        "cpu_flags": flags,
+        "cpu_flags": list(flags),
         "matmul_gflops": gflops,
         "bound_dtype": fastest,
         "bound_gflops": usable[fastest],

@@ -1,6 +1,6 @@
 """Every distinct text of the shared benchmark data, one a line, with the real translation pairs among them.
 
-The mining benchmark (bench/mine_real.py) needs vectors with the structure of real sentence vectors: this
+The mining benchmark (bench/research/mine_real.py) needs vectors with the structure of real sentence vectors: this
 script gathers the texts sentkit's tasks read (Tatoeba, XNLI, PAWS-X, QAM, MARC titles and bodies,
 MewsC-16, the monolingual clustering sets, STS-B, STS17, the Japanese STS sets, JSICK, QAbot and the
 Japanese corpora), keeps the first occurrence of each distinct text (tabs and newlines folded to spaces),
@@ -12,14 +12,14 @@ Writes into --out (default $SENTKIT_BENCH_CACHE/real_vectors, else ~/.cache/sent
     pairs.tsv        row_a<TAB>row_b<TAB>source (0-based rows of sentences.txt; a real translation pair)
     sentences.json   counts per source, total, sha256 of sentences.txt
 
-    python bench/real_sentences.py [--data ../shared/data] [--out DIR]
+    python -m bench.real_sentences [--data ../shared/data] [--out DIR]
 
 With --encode MODEL[,MODEL] it then encodes sentences.txt into <out>/<model>/, a shard folder written
 by `sentkit encode --shard-size`'s code (resumable; a finished folder is left as it is), every text cut at
 --max-length tokens (default 128: mining pairs sentences, and the MARC bodies and QAM passages would
 otherwise set the cost; the cut is recorded in the folder's model fingerprint):
 
-    python bench/real_sentences.py --encode minilm-en@int8,e5-small-m@int8
+    python -m bench.real_sentences --encode minilm-en@int8,e5-small-m@int8
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ in both loops whatever the order. Each variant runs in its own subprocess (fresh
 steps, rounds alternate the variants so load from other processes hits both alike. Writes
 bench/out/train_speed.json.
 
-    python bench/train_speed.py [--model DIR] [--batch-size 64] [--steps 20] [--warmup 3] [--rounds 2]
+    python -m bench.train_speed [--model DIR] [--batch-size 64] [--steps 20] [--warmup 3] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.common import child_pythonpath
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -176,7 +178,15 @@ def child(args: argparse.Namespace) -> None:
 def run_variant(variant: str, args: argparse.Namespace, sentences_file: Path, workdir: Path) -> dict:
     result_file = workdir / f"{variant}.json"
     result_file.unlink(missing_ok=True)
-    command = [sys.executable, __file__, "--child", variant, "--sentences", str(sentences_file)]
+    command = [
+        sys.executable,
+        "-m",
+        "bench.train_speed",
+        "--child",
+        variant,
+        "--sentences",
+        str(sentences_file),
+    ]
     command += ["--result", str(result_file), "--model", args.model, "--batch-size", str(args.batch_size)]
     command += [
         "--max-length",
@@ -190,7 +200,7 @@ def run_variant(variant: str, args: argparse.Namespace, sentences_file: Path, wo
     if args.profile and variant == "sentkit":
         command.append("--profile")
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **child_pythonpath()})
     if done.returncode != 0:
         raise RuntimeError(f"{variant} run failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
     if args.profile and variant == "sentkit":

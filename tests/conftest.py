@@ -15,11 +15,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def _int8_path_of_an_avx2_host(monkeypatch):
     """`NAME@int8` picks its path from the CPU's flags (sentkit/encoders/int8_choice.py): every test sees an
     AVX2 host, so what a test loads does not depend on the machine it runs on (nor how an OpenVINO export is
-    compiled or quantized: they read the same flags, through int8_choice.cpu_flags). The choices themselves
-    are tested with explicit flags."""
-    import sentkit.encoders.int8_choice as int8_choice
+    compiled or quantized, nor whether exact search tries bfloat16: they read the same flags, through
+    provenance.cpu_flags). The choices themselves are tested with explicit flags."""
+    import sentkit.provenance as provenance
 
-    monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "fma"]})
+    monkeypatch.setattr(provenance, "this_cpu_flags", lambda: ("avx2", "fma"))
 
 
 def minilm_dir():

@@ -129,3 +129,43 @@ def test_imports_are_found_at_any_depth(tmp_path, source, expected):
     path = tmp_path / "m.py"
     path.write_text(source, encoding="utf-8")
     assert [name for _, name in imported_modules(path)] == expected
+
+
+# inside encoders/, a runtime with an exporter is a subpackage whose arrows run one way: (file, what it may
+# never import). The NAME@variant cache sits above both runtimes; an exporter knows its runtime, never back.
+ENCODER_ARROWS = {
+    "encoders/onnx/contract.py": (
+        "sentkit.encoders.onnx.",
+        "sentkit.encoders.openvino",
+        "sentkit.encoders.export_cache",
+    ),
+    "encoders/onnx/encoder.py": (
+        "sentkit.encoders.onnx.export",
+        "sentkit.encoders.onnx.static_int8",
+        "sentkit.encoders.openvino",
+        "sentkit.encoders.export_cache",
+    ),
+    "encoders/onnx/export.py": ("sentkit.encoders.openvino", "sentkit.encoders.export_cache"),
+    "encoders/onnx/static_int8.py": (
+        "sentkit.encoders.onnx.export",
+        "sentkit.encoders.onnx.encoder",
+        "sentkit.encoders.openvino",
+        "sentkit.encoders.export_cache",
+    ),
+    "encoders/openvino/encoder.py": (
+        "sentkit.encoders.openvino.export",
+        "sentkit.encoders.onnx.export",
+        "sentkit.encoders.export_cache",
+    ),
+    "encoders/openvino/export.py": ("sentkit.encoders.export_cache",),
+}
+
+
+def test_encoder_runtimes_import_one_way():
+    wrong = []
+    for file, never in ENCODER_ARROWS.items():
+        path = SRC / file
+        for line, name in imported_modules(path):
+            if name.startswith(never) and not name.startswith("sentkit.encoders.onnx.contract"):
+                wrong.append(f"{file}:{line}: imports {name}")
+    assert wrong == []

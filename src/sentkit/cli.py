@@ -425,7 +425,7 @@ def _int8_name(model: str, int8: bool) -> str:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from sentkit.encoders.onnx_export import check_export_target, export_onnx
+    from sentkit.encoders.onnx.export import check_export_target, export_onnx
     from sentkit.encoders.transformer import TransformerEncoder
     from sentkit.errors import InvalidArgument
 

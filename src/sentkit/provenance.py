@@ -7,6 +7,7 @@ import platform
 import random
 import subprocess
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -114,6 +115,18 @@ def cpu_info(cpuinfo: str | None = None) -> dict[str, object]:
         "model": fields.get("model name") or platform.processor() or None,
         "flags": [f for f in NUMERIC_CPU_FLAGS if f in flags],
     }
+
+
+def this_cpu_flags() -> tuple[str, ...]:
+    """The flags of NUMERIC_CPU_FLAGS this CPU reports (none where they cannot be read). The seam tests replace
+    to see one kind of host: every per-CPU choice reads it through `cpu_flags`."""
+    return tuple(cpu_info()["flags"] or ())
+
+
+def cpu_flags(flags: Sequence[str] | None = None) -> tuple[str, ...]:
+    """`flags`, or this CPU's when None: the one reading of the instruction-set flags that every per-CPU
+    choice uses (the `@int8` path, OpenVINO's compile options and NNCF preset, bfloat16 exact search)."""
+    return this_cpu_flags() if flags is None else tuple(flags)
 
 
 def onnxruntime_providers() -> list[str] | None:

@@ -1,21 +1,15 @@
-"""bench/mine_real.py's pieces on tiny inputs: halves, the real and realistic sets, the F1 estimator, the
+"""bench/research/mine_real.py's pieces on tiny inputs: halves, the real and realistic sets, the F1 estimator, the
 sentence-transformers recipe, and the script end to end (--small)."""
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
+import bench.mine_real_sets as sets
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
-
-import mine_real  # noqa: E402
-import mine_real_sets as sets  # noqa: E402
-from bitext_mining import planted_bitext  # noqa: E402
+from bench.bitext_mining import planted_bitext
+from bench.research import mine_real
 
 
 def test_halves_never_split_a_translation_component():
@@ -57,7 +51,7 @@ def test_real_set_keeps_one_partner_per_english_row_and_leaves_the_others_out():
 
 
 def _real_set(seed: int = 0) -> sets.VectorSet:
-    tables, other, english = mine_real.small_cache(seed)
+    tables, other, english = sets.small_cache(seed)
     vectors = tables["small-synthetic"]
     rows = sets.real_rows(np.ones(len(vectors), dtype=bool), other, english, seed)
     return sets.VectorSet(vectors[rows["src"]], vectors[rows["tgt"]], rows["gold"])
@@ -210,9 +204,9 @@ def test_index_grid_probes_only_ivf_indexes():
 
 
 def test_main_reads_a_cache_of_pairs_and_shard_folders(tmp_path):
-    from mine_scale import write_side
+    from bench.mine_scale import write_side
 
-    tables, other, english = mine_real.small_cache(0)
+    tables, other, english = sets.small_cache(0)
     write_side(tmp_path / "tiny@model", tables["small-synthetic"], "text", 1000)
     lines = [f"{o}\t{e}\ttatoeba:xxx-eng\n" for o, e in zip(other[:500], english[:500])]
     lines += [f"{e}\t{o}\txnli:xx-en\n" for o, e in zip(other[500:], english[500:])]  # XNLI: English first

@@ -22,9 +22,10 @@ from sentkit.encoders import load_encoder  # noqa: E402
 from sentkit.encoders.calibration import SentenceSet, calibration_set, check_set  # noqa: E402
 from sentkit.encoders.export_check import MIN_MEAN_COSINE, agreement, check_export  # noqa: E402
 from sentkit.encoders.int8_choice import INT8_PATH, choose_int8, host_kind  # noqa: E402
-from sentkit.encoders.onnx_encoder import OnnxEncoder  # noqa: E402
-from sentkit.encoders.onnx_export import META_FILE, export_onnx  # noqa: E402
-from sentkit.encoders.static_int8 import StaticInt8Options  # noqa: E402
+from sentkit.encoders.onnx.contract import META_FILE  # noqa: E402
+from sentkit.encoders.onnx.encoder import OnnxEncoder  # noqa: E402
+from sentkit.encoders.onnx.export import export_onnx  # noqa: E402
+from sentkit.encoders.onnx.static_int8 import StaticInt8Options  # noqa: E402
 from sentkit.errors import ExportCheckFailed  # noqa: E402
 
 HAS_OPENVINO = importlib.util.find_spec("openvino") is not None
@@ -235,6 +236,8 @@ def test_host_kind_and_the_measured_or_pending_choice():
     assert choice["variant"] == "int8-dynamic" and choice["why"].startswith(
         "fastest int8 path on an idle AVX2"
     )
+    # the rule cites the docs section with the measurements; the figures live there, not in the code
+    assert choice["why"].endswith("(docs/performance.md#choosing-the-int8-path)")
 
 
 def test_a_chosen_path_whose_package_is_missing_falls_back_to_dynamic(monkeypatch):
@@ -271,19 +274,19 @@ def test_without_the_data_a_calibrated_variant_is_one_line_and_others_record_no_
 
 
 def test_missing_openvino_is_one_line_naming_the_extra(monkeypatch):
-    import sentkit.encoders.openvino_export as ov_export
+    import sentkit.encoders.openvino.encoder as ov_encoder
 
-    monkeypatch.setattr(ov_export.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(ov_encoder.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(
         ImportError, match=r"^OpenVINO export needs openvino and nncf: pip install 'sentkit\[openvino\]'"
     ):
-        ov_export.require_openvino(int8=True)
+        ov_encoder.require_openvino(int8=True)
 
 
 @needs_openvino
 def test_openvino_fp32_matches_torch_and_its_readme_snippet_runs_with_openvino_alone(tiny, sets, tmp_path):
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
-    from sentkit.encoders.openvino_export import export_openvino
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino.export import export_openvino
 
     _, check = sets
     folder = export_openvino(tiny, tmp_path / "ov", check=check, source="tiny-bert")
@@ -315,8 +318,8 @@ def test_openvino_fp32_matches_torch_and_its_readme_snippet_runs_with_openvino_a
 
 @needs_openvino
 def test_openvino_streams_and_snippet_settings_return_the_same_vectors_in_input_order(tiny, tmp_path):
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
-    from sentkit.encoders.openvino_export import export_openvino
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino.export import export_openvino
 
     folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
     # 11 batches of 2, sorted by length: with 2 requests in flight, a batch written to the wrong rows or
@@ -340,14 +343,14 @@ def test_openvino_streams_and_snippet_settings_return_the_same_vectors_in_input_
 def test_on_amx_hosts_narrow_batches_run_without_fused_attention_and_wide_ones_with_it(
     tiny, tmp_path, monkeypatch
 ):
-    import sentkit.encoders.int8_choice as int8_choice
-    from sentkit.encoders.openvino_encoder import NARROW_MAX_WIDTH, OpenVinoEncoder
-    from sentkit.encoders.openvino_export import export_openvino
+    import sentkit.provenance as provenance
+    from sentkit.encoders.openvino.encoder import NARROW_MAX_WIDTH, OpenVinoEncoder
+    from sentkit.encoders.openvino.export import export_openvino
 
     tiny = make_tiny_encoder(pooling="mean").eval()
     tiny.max_length = 128  # the fixture's 64 would cut every batch to a narrow one
     folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
-    monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "avx512_vnni", "amx_int8"]})
+    monkeypatch.setattr(provenance, "this_cpu_flags", lambda: ("avx2", "avx512_vnni", "amx_int8"))
     encoder = OpenVinoEncoder(folder, threads=2)
     info = encoder.runtime_info["openvino"]
     assert (info["snippets"], info["snippets_wide"], info["narrow_max_width"]) == (
@@ -371,8 +374,8 @@ def test_on_amx_hosts_narrow_batches_run_without_fused_attention_and_wide_ones_w
 def test_an_openvino_that_refuses_the_fused_attention_setting_runs_its_default(tiny, tmp_path, monkeypatch):
     import openvino as ov
 
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
-    from sentkit.encoders.openvino_export import export_openvino
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
+    from sentkit.encoders.openvino.export import export_openvino
 
     folder = export_openvino(tiny, tmp_path / "ov", source="tiny-bert")
     real, seen = ov.Core.compile_model, []
@@ -395,7 +398,7 @@ def test_an_openvino_that_refuses_the_fused_attention_setting_runs_its_default(t
 
 
 def test_openvino_fused_attention_kernels_are_off_on_amx_hosts_only():
-    from sentkit.encoders.openvino_encoder import snippets_on
+    from sentkit.encoders.openvino.encoder import snippets_on
 
     assert snippets_on(["avx2", "avx512f", "avx512_vnni", "amx_tile", "amx_int8", "amx_bf16"]) is False
     assert snippets_on(["avx2", "avx512f", "avx512_vnni"]) is True
@@ -403,8 +406,8 @@ def test_openvino_fused_attention_kernels_are_off_on_amx_hosts_only():
 
 
 def test_openvino_int8_is_quantized_with_symmetric_activations_on_amx_hosts_only():
-    from sentkit.encoders.onnx_encoder import _options
-    from sentkit.encoders.openvino_export import host_int8_options
+    from sentkit.encoders.export_cache import _options
+    from sentkit.encoders.openvino.export import host_int8_options
 
     assert host_int8_options(["avx2", "avx512_vnni", "amx_tile", "amx_int8"]).preset == "performance"
     assert host_int8_options(["avx2", "avx512f", "avx512_vnni"]).preset == "mixed"
@@ -432,9 +435,9 @@ def test_openvino_int8_suffix_is_calibrated_checked_and_cached(tmp_path, monkeyp
     assert cosines(again.encode(SENTENCES), encoder.encode(SENTENCES)).min() >= 0.99
     # on an AMX host `@int8` is this export; without the benchmark data it is still this export once cached,
     # and the dynamic one (saying why) where it would have to be calibrated
-    import sentkit.encoders.int8_choice as int8_choice
+    import sentkit.provenance as provenance
 
-    monkeypatch.setattr(int8_choice, "cpu_info", lambda: {"flags": ["avx2", "avx512_vnni", "amx_int8"]})
+    monkeypatch.setattr(provenance, "this_cpu_flags", lambda: ("avx2", "avx512_vnni", "amx_int8"))
     chosen = load_encoder(f"{source}@int8")
     assert chosen.folder == again.folder and chosen.runtime_info["variant"] == "openvino-int8"
     # exported again there: AMX hosts quantize activations symmetrically, the others as NNCF's "mixed"

@@ -236,7 +236,7 @@ ONNX_EDITS = {
 def exports(sentkit_model, tmp_path_factory):
     """The sentkit model exported as fp32 (`onnx/`) and int8 (`int8/`) ONNX folders."""
     pytest.importorskip("onnxruntime")
-    from sentkit.encoders.onnx_export import export_onnx
+    from sentkit.encoders.onnx.export import export_onnx
 
     root = tmp_path_factory.mktemp("exports")
     encoder = load_encoder(sentkit_model)

@@ -15,13 +15,14 @@ pytest.importorskip("onnxruntime")
 import torch  # noqa: E402
 
 from conftest import make_tiny_encoder  # noqa: E402
-from sentkit.encoders.int8_outliers import (  # noqa: E402
+from sentkit.encoders.onnx.contract import META_FILE  # noqa: E402
+from sentkit.encoders.onnx.export import Int8Options, export_fp32, export_onnx  # noqa: E402
+from sentkit.encoders.onnx.int8_outliers import (  # noqa: E402
     CALIBRATION_SENTENCES,
     input_outlier_ratios,
     outlier_matmuls,
     weight_matmul_inputs,
 )
-from sentkit.encoders.onnx_export import META_FILE, Int8Options, export_fp32, export_onnx  # noqa: E402
 
 
 @pytest.fixture

@@ -19,8 +19,10 @@ pytest.importorskip("onnx")
 from conftest import make_tiny_encoder  # noqa: E402
 from sentkit.cli import main  # noqa: E402
 from sentkit.encoders import load_encoder  # noqa: E402
-from sentkit.encoders.onnx_encoder import OnnxEncoder, cached_export  # noqa: E402
-from sentkit.encoders.onnx_export import META_FILE, export_onnx, sha256_file  # noqa: E402
+from sentkit.encoders.export_cache import cached_export  # noqa: E402
+from sentkit.encoders.onnx.contract import META_FILE  # noqa: E402
+from sentkit.encoders.onnx.encoder import OnnxEncoder  # noqa: E402
+from sentkit.encoders.onnx.export import export_onnx, sha256_file  # noqa: E402
 
 # word-piece order differs from character order in some rows, one is empty, one is cut at the window
 SENTENCES = [
@@ -140,7 +142,7 @@ def test_overwrite_replaces_only_a_folder_an_export_wrote(tiny_e5_like, tmp_path
 
 
 def test_overwrite_needs_the_full_marker_an_export_writes(tiny_e5_like, tmp_path, capsys):
-    from sentkit.encoders.onnx_export import MARKER_KEYS
+    from sentkit.encoders.onnx.export import MARKER_KEYS
     from sentkit.errors import OutputPathError
 
     out = export_onnx(tiny_e5_like, tmp_path / "onnx")
@@ -184,7 +186,7 @@ def test_overwrite_needs_the_full_marker_an_export_writes(tiny_e5_like, tmp_path
 
 
 def test_an_openvino_marker_is_judged_by_the_openvino_keys(tmp_path):
-    from sentkit.encoders.onnx_export import MARKER_KEYS, marker_problem
+    from sentkit.encoders.onnx.export import MARKER_KEYS, marker_problem
 
     (tmp_path / "model.xml").write_text("<net/>")
     (tmp_path / "model.bin").write_bytes(b"w")
@@ -209,7 +211,7 @@ def test_an_openvino_marker_is_judged_by_the_openvino_keys(tmp_path):
 
 
 def test_export_never_replaces_the_working_or_home_folder(tmp_path, monkeypatch):
-    from sentkit.encoders.onnx_export import check_export_target
+    from sentkit.encoders.onnx.export import check_export_target
     from sentkit.errors import OutputPathError
 
     work, home = tmp_path / "project" / "work", tmp_path / "home"

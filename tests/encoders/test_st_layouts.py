@@ -141,7 +141,7 @@ def test_legacy_do_lower_case_lowercases_like_sentence_transformers(tiny_hf, tmp
     """`do_lower_case: true` in sentence_bert_config.json, on a tokenizer that keeps case; kept on save
     and in the ONNX export."""
     pytest.importorskip("onnxruntime")
-    from sentkit.encoders.onnx_encoder import OnnxEncoder
+    from sentkit.encoders.onnx.encoder import OnnxEncoder
 
     folder = build_st(tiny_hf, tmp_path / "model", mode="mean")
     edit_json(folder / "tokenizer_config.json", do_lower_case=False)  # transformers builds a cased normaliser
@@ -191,8 +191,8 @@ def test_pooling_formula_equals_sentence_transformers_pooling(mode, prompt_lengt
 @pytest.mark.parametrize("layout", ["labse-like", "max", "mean-dense-identity"])
 def test_onnx_export_vectors_equal_sentence_transformers(layout, tiny_hf, tmp_path):
     pytest.importorskip("onnxruntime")
-    from sentkit.encoders.onnx_encoder import OnnxEncoder
-    from sentkit.encoders.onnx_export import META_FILE
+    from sentkit.encoders.onnx.contract import META_FILE
+    from sentkit.encoders.onnx.encoder import OnnxEncoder
 
     folder = build_st(tiny_hf, tmp_path / layout, **LAYOUTS[layout])
     out = tmp_path / "onnx"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sentkit.mining.exact import cosine_knn
 from sentkit.mining.margin import candidate_scores, ratio_margin
 from sentkit.mining.mine import MineConfig, mine
 from sentkit.mining.retrieval import select_pairs
 from sentkit.mining.vectors import ArrayVectors
-from sentkit.tasks.knn_search import cosine_knn
 
 # unit vectors: cos(x0, y) = (1, .6, 0), cos(x1, y) = (0, .8, 1)
 X = np.array([[1, 0], [0, 1]], dtype=np.float32)

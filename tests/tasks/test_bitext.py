@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sentkit.errors import LanguageNotCovered
+from sentkit.mining.exact import cosine_knn
 from sentkit.tasks import TASKS, get_task
 from sentkit.tasks.bitext import (
     TATOEBA_EASE_LANGUAGES,
@@ -20,7 +21,6 @@ from sentkit.tasks.bitext import (
     tatoeba_accuracy,
     two_fold_f1,
 )
-from sentkit.tasks.knn_search import cosine_knn
 
 
 def test_cosine_knn_matches_a_dense_cosine_matrix():

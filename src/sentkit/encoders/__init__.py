@@ -22,7 +22,7 @@ ENCODERS.add("muse-m", MuseEncoder)
 def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
     """A short name (`minilm-en`, `muse-m`, `e5-small-m`, `avg:<model>`), a local directory, or a hub name.
 
-    `NAME@onnx`, `NAME@int8` and the other suffixes of onnx_encoder.VARIANTS run an export of NAME (made in
+    `NAME@onnx`, `NAME@int8` and the other suffixes of export_cache.VARIANTS run an export of NAME (made in
     the cache on first use); a folder written by `sentkit export` loads as an `OnnxEncoder` (or an
     `OpenVinoEncoder` for an OpenVINO folder).
     """
@@ -37,15 +37,15 @@ def load_encoder(name_or_path: str | Path, **kwargs) -> Encoder:
             "which adds the AMR encoder"
         )
     path = Path(name).expanduser()
-    # NAME@int8, NAME@onnx, NAME@openvino ...: exported once into the cache (onnx_encoder.py)
+    # NAME@int8, NAME@onnx, NAME@openvino ...: exported once into the cache (export_cache.py)
     if "@" in name and not path.exists():
-        from sentkit.encoders.onnx_encoder import cached_export
+        from sentkit.encoders.export_cache import cached_export
 
         base, _, variant = name.rpartition("@")
         return cached_export(base, variant, **kwargs)
     if name in ENCODERS:
         return ENCODERS.get(name)(**kwargs)
-    from sentkit.encoders.onnx_encoder import is_onnx_folder, open_export
+    from sentkit.encoders.export_cache import is_onnx_folder, open_export
     from sentkit.encoders.transformer import TransformerEncoder
 
     if path.is_dir() and is_onnx_folder(path):  # written by `sentkit export`

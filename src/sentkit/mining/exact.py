@@ -166,6 +166,21 @@ def exact_search(
     return best_s, best_i, info
 
 
+def cosine_knn(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k keys most cosine-similar to each query, arrays in memory: (sims (n, k'), rows (n, k')), best first,
+    k' = min(k, len(keys)). `exact_search` with float32 products on the CPU, so an evaluation task (BUCC,
+    Tatoeba, k-NN) finds and scores neighbours exactly as `sentkit mine` does."""
+    from sentkit.mining.vectors import normalized
+
+    q, kv = np.asarray(queries), np.asarray(keys)
+    if q.ndim != 2 or kv.ndim != 2:
+        raise ValueError(f"expected 2-d arrays (n, dim), got shapes {q.shape} and {kv.shape}")
+    if q.shape[1] != kv.shape[1]:
+        raise ValueError(f"queries have dim {q.shape[1]}, keys have dim {kv.shape[1]}")
+    sims, rows, _ = exact_search(UnitRows(normalized(q)), UnitRows(normalized(kv)), k, "float32", "cpu")
+    return sims, rows
+
+
 @contextlib.contextmanager
 def _full_float32(device: str):
     """float32 products at full precision on a GPU (TF32 off) for the duration; nothing on the CPU."""

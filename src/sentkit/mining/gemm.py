@@ -10,36 +10,34 @@ from __future__ import annotations
 
 import functools
 import time
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
-# the flags of /proc/cpuinfo that matter for the products (amx_bf16: Intel AMX tiles with bfloat16)
-CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "amx_int8")
+from sentkit.provenance import cpu_flags
+
 BF16_MIN_SPEEDUP = 1.2  # bfloat16 candidates cost a float32 re-score: take them only when clearly faster
 
 
-def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, bool]:
-    """Which of CPU_FLAGS the first processor of `cpuinfo` lists (all False where it cannot be read)."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return dict.fromkeys(CPU_FLAGS, False)
-    flags: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            break
-    return {flag: flag in flags for flag in CPU_FLAGS}
+def native_bf16(flags: Sequence[str]) -> bool:
+    """Whether a CPU with `flags` multiplies bfloat16 natively (avx512_bf16, or AMX tiles with bfloat16)."""
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
-def native_bf16(flags: dict[str, bool]) -> bool:
-    return flags.get("avx512_bf16", False) or flags.get("amx_bf16", False)
+def best_seconds(run: Callable[[], object], repeats: int) -> float:
+    """The fastest of `repeats` timed calls of `run`, after one untimed warm-up call: the rate a product
+    reaches when nothing else on the host gets in its way (the one GEMM timer; the benchmarks' probes
+    use it too)."""
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
-def matmul_gflops(
-    dtype: str, rows: int = 2048, cols: int = 8192, dim: int = 384, seconds: float = 0.3
-) -> float:
-    """torch's (rows, dim) x (dim, cols) product in `dtype` ("float32" or "bfloat16"), GFLOP/s: repeated
-    into one output for at least `seconds` after one warm-up product."""
+def matmul_gflops(dtype: str, rows: int = 2048, cols: int = 8192, dim: int = 384, repeats: int = 3) -> float:
+    """torch's (rows, dim) x (dim, cols) product in `dtype` ("float32" or "bfloat16"), GFLOP/s: the best of
+    `repeats` products into one output (`best_seconds`)."""
     import torch
 
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
@@ -47,13 +45,8 @@ def matmul_gflops(
     a = torch.randn(rows, dim, generator=gen).to(torch_dtype)
     b = torch.randn(cols, dim, generator=gen).to(torch_dtype)
     out = torch.mm(a, b.T)  # written again by every product: no allocation or page faults in the timing
-    start, runs = time.perf_counter(), 0
-    while True:
-        torch.mm(a, b.T, out=out)
-        runs += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return 2 * rows * cols * dim * runs / elapsed / 1e9
+    seconds = best_seconds(lambda: torch.mm(a, b.T, out=out), repeats)
+    return 2 * rows * cols * dim / seconds / 1e9
 
 
 @functools.cache

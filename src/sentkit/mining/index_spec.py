@@ -221,18 +221,15 @@ def preset_nlist(n: int) -> int:
 
 
 FASTSCAN_DIMS_PER_CODE = 2  # ivf-fastscan: dims per 4-bit sub-quantizer (192 for 384 dims: 96 bytes a row)
-# ivf-fastscan: nprobe starts at 3/64 of the lists (96 of 2,048 for 1M rows). On 1M x 1M realistic rows of
-# half A (docs/results/mine_real_A_1m_nprobe_amx.json, mine_real_A_1m_nprobe_96_128_amx.json) 32, 64, 96
-# and 128 lists left the planted-pair F1 3.2, 1.3, 0.43 and 0.22 below exact search's: 96 is the fewest
-# that keep it within 0.5 there. Half B, reported: 0.69-0.77 at 96 (2.14 at 32), and 0.42 at 128 in 769 s
-# of mining, past 10 minutes on 2 cores. Translations lie farther from their query than its same-topic
-# neighbours, so their inverted lists are probed later than the average neighbour's, and recall@k alone
-# (0.957 at 32 lists) does not see them lost
+# ivf-fastscan: nprobe starts at 3/64 of the lists (96 of 2,048 for 1M rows). The rule: the fewest lists that
+# keep the planted-pair F1 within 0.5 of exact search's on a million realistic rows, measured on the mining
+# benchmark (docs/mining.md#index-presets). Recall@k alone does not set it: translations lie farther from their
+# query than its same-topic neighbours, so their lists are probed later than the average neighbour's
 FASTSCAN_PROBE_FRACTION = (3, 64)
 FASTSCAN_MIN_NPROBE = 8
-# ivf-fastscan: candidates per wanted neighbour, re-scored exactly (256 for k = 4). On 1M x 1M realistic rows
-# of half A (docs/results/mine_fastscan_grid_A_1m.json) 16 plateaued at recall@4 0.92 however many lists were
-# probed; 64 reached 0.957 at nprobe 32 in two thirds of the time 16 took at nprobe 128
+# ivf-fastscan: candidates per wanted neighbour, re-scored exactly (256 for k = 4). The rule: enough candidates
+# that recall@k keeps rising as more lists are probed instead of plateauing below exact search's, at the least
+# search time, on a million realistic rows (docs/mining.md#index-presets)
 FASTSCAN_REFINE = 64
 
 

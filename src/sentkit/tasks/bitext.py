@@ -22,11 +22,11 @@ from sentkit.datasets.tatoeba import FOLDER as TATOEBA_FOLDER
 from sentkit.datasets.tatoeba import load_tatoeba, tatoeba_languages
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages, tatoeba_code
+from sentkit.mining.exact import cosine_knn
 from sentkit.mining.margin import DEFAULT_K, SCORINGS, candidate_scores, ratio_margin  # noqa: F401 (re-exported)
 from sentkit.mining.retrieval import select_pairs
 from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
-from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import Task
 
 # EASE's default list (ar ca cs de eo es fa fr it ja ko nl pl pt ru sv tr) mapped to ISO 639-3 by pycountry:

@@ -20,9 +20,9 @@ from sentkit.datasets.marc import MARC_LANGS, load_marc, marc_split_for
 from sentkit.datasets.mewsc16 import MEWSC16_LANGUAGES, load_mewsc16
 from sentkit.encoders.protocol import Encoder
 from sentkit.langs import select_languages
+from sentkit.mining.exact import cosine_knn
 from sentkit.stats.items import TaskItems, digest_rows
 from sentkit.tasks.encoding import encode_unique, with_truncation
-from sentkit.tasks.knn_search import cosine_knn
 from sentkit.tasks.task import SUBSAMPLE_SEED, Task, holdout, subsample
 
 KNN_SOURCES: dict[str, tuple[str, ...]] = {"mewsc16": MEWSC16_LANGUAGES, "marc": MARC_LANGS}
@@ -33,7 +33,7 @@ SHARED_LABELS = {"marc"}
 def nearest_neighbours(queries: np.ndarray, keys: np.ndarray, exclude_self: bool = False) -> np.ndarray:
     """Row index in `keys` of each query's cosine nearest neighbour; with exclude_self, query i skips key i.
 
-    Exact FAISS search (`cosine_knn`); for leave-one-out the two best are fetched and the query's own row
+    Exact search (`sentkit.mining.exact.cosine_knn`, the one `sentkit mine` runs); for leave-one-out the two best are fetched and the query's own row
     is dropped, so a duplicate sentence elsewhere in the set still counts as a neighbour.
     """
     if exclude_self and len(queries) != len(keys):

@@ -1,6 +1,6 @@
 """Where an OpenVINO export spends its time: the CPU plugin's per-node counters, summed per kernel and per role.
 
-    python bench/openvino_op_profile.py [--models e5-small-m,minilm-en] [--variant openvino-int8]
+    python -m bench.research.openvino_op_profile [--models e5-small-m,minilm-en] [--variant openvino-int8]
                                         [--snippets auto|on|off] [--sentences 2758] [--anchor]
                                         [--activations erf,tanh,quick,relu]
 
@@ -33,17 +33,15 @@ import argparse
 import collections
 import os
 import re
-import sys
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-from encode_speed import stsb_test_gold, stsb_test_sentences  # noqa: E402
+from bench.common import provenance, write_result
+from bench.encode_speed import stsb_test_gold, stsb_test_sentences
 
-OUT = Path(__file__).resolve().parent / "out" / "openvino_op_profile.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "openvino_op_profile.json"
 LAYER = re.compile(r"^.*?layer\.\d+/")
 # --activations: name -> what the copy's GELU nodes compute instead ("erf": the export itself)
 ACTIVATIONS = {
@@ -136,15 +134,14 @@ def profile_model(
     hidden, intermediate) over `sentences`."""
     import openvino as ov
 
-    from sentkit.encoders.onnx_encoder import cached_export
-    from sentkit.encoders.onnx_export import INPUTS
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.export_cache import cached_export
+    from sentkit.encoders.onnx.contract import INPUTS
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
     from sentkit.encoders.protocol import length_sorted_batches, padded_batch
 
     threads, batch_size = args.threads, args.batch_size
     if folder is None:
-        from int8_speed import model_shapes
-
+        from bench.int8_speed import model_shapes
         from sentkit.encoders import load_encoder
 
         folder = cached_export(name, variant, threads=threads).folder
@@ -183,7 +180,12 @@ def profile_model(
 def anchor_ir(name: str) -> Path:
     """sentence-transformers' fp32 OpenVINO export of `name`, as bench/int8_speed.py prepared it."""
     path = (
-        Path(__file__).resolve().parent / "out" / "anchor-openvino" / name / "openvino" / "openvino_model.xml"
+        Path(__file__).resolve().parents[1]
+        / "out"
+        / "anchor-openvino"
+        / name
+        / "openvino"
+        / "openvino_model.xml"
     )
     if not path.is_file():
         raise SystemExit(f"{path}: missing; run bench/int8_speed.py (with its OpenVINO anchor venv) first")
@@ -196,8 +198,8 @@ def profile_anchor(name: str, sentences: list[str], args) -> dict:
     import numpy as np
     import openvino as ov
 
-    from sentkit.encoders.onnx_encoder import cached_export
-    from sentkit.encoders.onnx_export import INPUTS
+    from sentkit.encoders.export_cache import cached_export
+    from sentkit.encoders.onnx.contract import INPUTS
     from sentkit.encoders.protocol import length_sorted_batches, padded_batch
 
     tokenizer_side = cached_export(name, "openvino", threads=args.threads)  # the same tokens and batches
@@ -218,7 +220,7 @@ def profile_anchor(name: str, sentences: list[str], args) -> dict:
     return {
         "model": name,
         "variant": "sentence-transformers openvino (fp32 IR)",
-        "ir": str(anchor_ir(name).relative_to(Path(__file__).resolve().parent.parent)),
+        "ir": str(anchor_ir(name).relative_to(Path(__file__).resolve().parents[2])),
         "compile_config": config,
         "inference_precision": precision,
         "sentences": len(sentences),
@@ -267,9 +269,8 @@ def activation_rows(profiled: dict, sentences: list[str], gold, args, snippets: 
     (`gold`: the scores of the sentence pairs)."""
     import tempfile
 
-    from encode_speed import stsb_spearman
-
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from bench.encode_speed import stsb_spearman
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
 
     name, base, shapes = profiled["model"], Path(profiled["folder"]), profiled["shapes"]
     rows = {}

@@ -5,7 +5,7 @@ Measures: conversion time and load time from the cache; cosine port vs engine (`
 reference 83.59, a gap over ~1.5 means a bug); Tatoeba deu-eng accuracy (both directions averaged; target
 > 80); encoding sentences/s of port and engine. Prints a table and writes bench/out/e5_port_check.json.
 
-    python bench/e5_port_check.py [--threads 2] [--batch-size 64] [--rebuild] [--skip-engine-tasks]
+    python -m bench.research.e5_port_check [--threads 2] [--batch-size 64] [--rebuild] [--skip-engine-tasks]
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
+import numpy as np
+import torch
+from scipy.stats import spearmanr
 
-from sentkit.atomic import atomic_write_json  # noqa: E402
-from sentkit.cache import cache_root  # noqa: E402
-from sentkit.datasets.root import data_file  # noqa: E402
-from sentkit.encoders.e5_q4 import SOURCE_FILE, load_e5_small  # noqa: E402
-from sentkit.errors import DataFormatError  # noqa: E402
-from sentkit.provenance import machine_info, package_versions  # noqa: E402
+from sentkit.atomic import atomic_write_json
+from sentkit.cache import cache_root
+from sentkit.datasets.root import data_file
+from sentkit.encoders.e5_q4 import SOURCE_FILE, load_e5_small
+from sentkit.errors import DataFormatError
+from sentkit.provenance import machine_info, package_versions
 
-OUT = Path(__file__).resolve().parent / "out" / "e5_port_check.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "e5_port_check.json"
 STS17_FILES = (  # 20 pairs (40 sentences) from each
     "STS.input.track1.ar-ar.txt",
     "STS.input.track3.es-es.txt",

@@ -1,6 +1,6 @@
 """Where an exported graph spends its time: onnxruntime's profiler, kernel time summed per operator type.
 
-    python bench/onnx_op_profile.py [--models e5-small-m,minilm-en] [--variant onnx|int8] [--sentences 1000]
+    python -m bench.research.onnx_op_profile [--models e5-small-m,minilm-en] [--variant onnx|int8] [--sentences 1000]
 
 Runs `NAME@variant` (exported into the cache on first use) on the first N STS-B test sentences with the
 encoder's own batching, then prints each operator type's share of the summed kernel time and the MatMul
@@ -14,21 +14,19 @@ import argparse
 import collections
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-from encode_speed import stsb_test_sentences  # noqa: E402
-from int8_speed import flops_per_sentence, model_shapes  # noqa: E402
+from bench.common import provenance, write_result
+from bench.encode_speed import stsb_test_sentences
+from bench.int8_speed import flops_per_sentence, model_shapes
 
-OUT = Path(__file__).resolve().parent / "out" / "onnx_op_profile.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "onnx_op_profile.json"
 
 
 def kernel_time_by_op(profile_file: str) -> dict[str, float]:

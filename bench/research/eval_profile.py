@@ -9,7 +9,7 @@ and scoring alone, in minutes even for `--suite all` (its scores are chance leve
 need more iterations than on real vectors). Prints a table and writes bench/out/eval_profile.json
 (after every task) with the machine, versions and load average.
 
-    python bench/eval_profile.py [--model minilm-en] [--suite default] [--kmeans sklearn] [--threads 2]
+    python -m bench.research.eval_profile [--model minilm-en] [--suite default] [--kmeans sklearn] [--threads 2]
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from sentkit.atomic import atomic_write_json  # noqa: E402
-from sentkit.provenance import machine_info, package_versions, seed_everything  # noqa: E402
+from sentkit.atomic import atomic_write_json
+from sentkit.provenance import machine_info, package_versions, seed_everything
 
-OUT = Path(__file__).resolve().parent / "out" / "eval_profile.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "eval_profile.json"
 
 # what `evaluate` spends its non-encoding time on, by task class
 SCORING = {

@@ -1,7 +1,7 @@
 """Inverted-list layouts compared by what a query scans: list count, and a second list per key (spilling).
 
 An IVF search costs about the number of codes it scans; it keeps a neighbour only if the neighbour's list is
-among those probed (bench/mine_fastscan_grid.py: 4-bit codes and 64 x k re-scored candidates never lose a
+among those probed (bench/research/mine_fastscan_grid.py: 4-bit codes and 64 x k re-scored candidates never lose a
 planted partner whose list was probed). So two layouts can be compared without building their indexes:
 train the coarse quantizer as `sentkit mine` does, assign every key to its list, and for sampled queries
 count the codes in the lists probed, the share of exact top-k neighbours whose list was probed, and the same
@@ -22,29 +22,26 @@ Layouts:
   one pass scans per row of the other side, for both directions together: compare it with the sum of the
   two directions' own scans.
 
-    python bench/mine_lists.py --half A --n 1000000 --nlist 1024,2048,4096 --spill 0,1,2
-    python bench/mine_lists.py --half A --n 1000000 --two-way
-    python bench/mine_lists.py --small      # a tiny synthetic cache: the script runs
+    python -m bench.research.mine_lists --half A --n 1000000 --nlist 1024,2048,4096 --spill 0,1,2
+    python -m bench.research.mine_lists --half A --n 1000000 --two-way
+    python -m bench.research.mine_lists --small      # a tiny synthetic cache: the script runs
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-from mine_e2e import add_sample_args, sampled_directed  # noqa: E402
+from bench.common import provenance, write_result
+from bench.mine_e2e import add_sample_args, sampled_directed
+from sentkit.mining.approximate import train_size
+from sentkit.mining.search import fastscan_nlist
+from sentkit.provenance import cpu_flags
 
-from sentkit.mining.approximate import train_size  # noqa: E402
-from sentkit.mining.gemm import cpu_flags  # noqa: E402
-from sentkit.mining.search import fastscan_nlist  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "out" / "mine_lists.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "mine_lists.json"
 SHARES = "8,16,24,32,48,64"  # lists probed per 2048 lists: the preset's tuning starts at 8 and reached 32
 
 

@@ -1,38 +1,26 @@
-"""An exported ONNX folder (see onnx_export.py) as an encoder, and the `NAME@variant` export cache.
+"""`NAME@variant`: NAME exported once into the sentkit cache, checked, and loaded.
 
-`OnnxEncoder` tokenizes with the exported tokenizer exactly as `TransformerEncoder` does (same prefix, same
-truncation accounting), sorts each window of sentences by token count so a batch pads little, and runs the
-graph with onnxruntime on `threads` intra-op threads (openvino_encoder.py runs an OpenVINO folder the same
-way). `NAME@onnx`, `NAME@int8`, `NAME@int8-static`, `NAME@openvino` and `NAME@openvino-int8` export NAME
-once into the sentkit cache, checked against the fp32 encoder on held-out real sentences (export_check.py).
+`NAME@onnx`, `NAME@int8`, `NAME@int8-static`, `NAME@openvino` and `NAME@openvino-int8` export NAME once into
+the sentkit cache with the exporter of its runtime (onnx/export.py, openvino/export.py), checked against the
+fp32 encoder on held-out real sentences (export_check.py); `NAME@int8` is the int8 path int8_choice.py picks
+for this CPU. This module sits above both runtimes: they never import it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
 
 from sentkit.atomic import atomic_write_json
 from sentkit.cache import cache_lock, cache_root, package_version, read_json_object, sha256_file
 from sentkit.encoders.calibration import DEFAULT_SIZE
 from sentkit.encoders.export_check import MIN_MEAN_COSINE
-from sentkit.encoders.onnx_export import (
-    CACHE_KEY_FILE,
-    INPUTS,
-    META_FILE,
-    Int8Options,
-    export_onnx,
-    export_versions,
-    require_onnx,
-)
-from sentkit.encoders.protocol import length_sorted_batches, lowercase_inputs, padded_batch
-from sentkit.errors import DataFormatError, DataWarning, InvalidArgument
+from sentkit.encoders.onnx.contract import CACHE_KEY_FILE, META_FILE
+from sentkit.encoders.onnx.encoder import OnnxEncoder
+from sentkit.encoders.onnx.export import Int8Options, export_onnx, export_versions
+from sentkit.errors import DataWarning, InvalidArgument
 
 # the `NAME@variant` suffixes load_encoder understands: what each exports
 VARIANTS = {
@@ -43,84 +31,6 @@ VARIANTS = {
     "openvino": "fp32 OpenVINO IR",
     "openvino-int8": "int8 OpenVINO IR, NNCF static quantization calibrated on real sentences",
 }
-
-
-class OnnxEncoder:
-    """Sentence vectors from an exported folder: `encode(sentences, batch_size) -> (n, dim) float32`."""
-
-    runtime = "onnxruntime"
-
-    def __init__(self, folder: str | Path, threads: int | None = None, name: str | None = None) -> None:
-        self.require()
-        from transformers import AutoTokenizer
-
-        self.folder = Path(folder)
-        meta_path = self.folder / META_FILE
-        try:
-            self.meta = json.loads(meta_path.read_text())
-        except FileNotFoundError:
-            raise DataFormatError(meta_path, None, "an ONNX folder written by `sentkit export`") from None
-        except ValueError as err:
-            raise DataFormatError(meta_path, None, f"JSON ({err})") from None
-        self.name = name or str(self.meta.get("source") or self.folder.name)
-        self.prefix = self.meta["prefix"]
-        self.max_length = int(self.meta["max_length"])
-        self.pooling = self.meta["pooling"]
-        self.normalize = bool(self.meta["normalize"])
-        self.dim = int(self.meta["dim"])
-        langs = self.meta.get("languages")
-        self.languages = tuple(langs) if langs is not None else None
-        self.truncated = 0
-        self.truncated_texts: set[str] = set()
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
-        if self.meta.get("do_lower_case"):
-            lowercase_inputs(self.tokenizer)
-        if threads is None:
-            import torch
-
-            threads = torch.get_num_threads()
-        self.threads = int(threads)
-        self.run = self.open(self.folder / self.meta["model_file"])
-        # what a results file records about how the vectors were computed (evaluate.py)
-        self.runtime_info = {
-            "runtime": self.runtime,
-            "threads": self.threads,
-            "int8": self.meta.get("int8"),
-            "check": self.meta.get("check"),
-        }
-
-    def require(self) -> None:
-        require_onnx()
-
-    def open(self, path: Path):
-        """A function from a feed dict to the sentence vectors (n, dim) of one batch."""
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # the CPU provider's "some nodes were not assigned" notes are expected
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        return lambda feed: self.session.run(None, feed)[0]
-
-    def encode(
-        self, sentences: Sequence[str], batch_size: int = 64, show_progress: bool = False
-    ) -> np.ndarray:
-        """Vectors in input order; inputs longer than `max_length` tokens are cut and recorded."""
-        out = np.empty((len(sentences), self.dim), dtype=np.float32)
-        pad = self.meta["pad_token_id"]
-        for positions, features, rows, width in length_sorted_batches(
-            self, sentences, batch_size, show_progress
-        ):
-            # right-padded whatever the tokenizer's side: the graph pools [CLS] from position 0
-            feed = padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
-            out[positions] = self.run(feed)
-        return out
-
-
-# ---- NAME@int8 / NAME@onnx: export once into the cache, then load ---------------------------------------
 
 
 def _source_key(name: str) -> dict:
@@ -201,7 +111,8 @@ def _cache_entry(name: str, concrete: str) -> tuple[Path, dict]:
     folder = cache_root() / "onnx" / f"{slug}-{FOLDER_SUFFIX.get(concrete, concrete)}"
     options = _options(concrete)
     if concrete.startswith("openvino"):
-        from sentkit.encoders.openvino_export import openvino_versions, require_openvino
+        from sentkit.encoders.openvino.encoder import require_openvino
+        from sentkit.encoders.openvino.export import openvino_versions
 
         require_openvino(int8=options is not None, export=True)
         versions = openvino_versions()
@@ -250,11 +161,11 @@ def _options(variant: str):
     if variant == "int8-dynamic":
         return Int8Options()
     if variant == "int8-static":
-        from sentkit.encoders.static_int8 import StaticInt8Options
+        from sentkit.encoders.onnx.static_int8 import StaticInt8Options
 
         return StaticInt8Options()
     if variant == "openvino-int8":
-        from sentkit.encoders.openvino_export import host_int8_options
+        from sentkit.encoders.openvino.export import host_int8_options
 
         return host_int8_options()
     return None
@@ -279,7 +190,7 @@ def _export(name: str, variant: str, options, folder: Path) -> None:
         check = f"not checked: no held-out sentences ({err})"
         warnings.warn(f"{name}@{variant}: {check}", DataWarning, stacklevel=3)
     if variant.startswith("openvino"):
-        from sentkit.encoders.openvino_export import export_openvino
+        from sentkit.encoders.openvino.export import export_openvino
 
         export_openvino(encoder, folder, options or False, True, name, calibration, check)
     else:
@@ -290,7 +201,7 @@ def open_export(folder: str | Path, threads: int | None = None, name: str | None
     """An export folder as an encoder: OpenVinoEncoder for an OpenVINO folder, else OnnxEncoder."""
     meta = read_json_object(Path(folder) / META_FILE) or {}
     if meta.get("runtime") == "openvino":
-        from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+        from sentkit.encoders.openvino.encoder import OpenVinoEncoder
 
         return OpenVinoEncoder(folder, threads=threads, name=name)
     return OnnxEncoder(folder, threads=threads, name=name)

@@ -20,8 +20,6 @@ MiniLM's).
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
-import importlib.util
 import inspect
 import json
 import logging
@@ -35,18 +33,16 @@ from sentkit.cache import package_version, sha256_file
 from sentkit.encoders.attention import attention_implementation
 from sentkit.encoders.calibration import SentenceSet
 from sentkit.encoders.export_check import export_check_record
-from sentkit.encoders.int8_outliers import DEFAULT_THRESHOLD, outlier_matmuls
-from sentkit.encoders.static_int8 import StaticInt8Options, quantize_static_int8
+from sentkit.encoders.onnx.contract import CACHE_KEY_FILE, INPUTS, META_FILE, OUTPUT, require_onnx
+from sentkit.encoders.onnx.encoder import OnnxEncoder
+from sentkit.encoders.onnx.int8_outliers import DEFAULT_THRESHOLD, outlier_matmuls
+from sentkit.encoders.onnx.static_int8 import StaticInt8Options, quantize_static_int8
 from sentkit.errors import OutputPathError
 
 MODEL_FILE = "model.onnx"
-META_FILE = "sentkit_onnx.json"
-CACHE_KEY_FILE = "sentkit_cache_key.json"  # written beside an export in the sentkit cache (onnx_encoder.py)
 OWN_FILES = (META_FILE, CACHE_KEY_FILE, "README.md")
 FORMAT_VERSION = 3  # bump when the graph or the files written change; cached exports are then redone
 OPSET = 17
-INPUTS = ("input_ids", "attention_mask")
-OUTPUT = "sentence_embedding"
 
 
 @dataclass(frozen=True)
@@ -259,7 +255,7 @@ MARKER_KEYS: dict[str, tuple[type, ...]] = {
 }
 
 
-# the OpenVINO export (openvino_export.py) writes the same sentence contract, with the IR's weights file and
+# the OpenVINO export (openvino/export.py) writes the same sentence contract, with the IR's weights file and
 # its runtime settings in place of the ONNX opset
 OPENVINO_MARKER_KEYS: dict[str, tuple[type, ...]] = {
     **{key: types for key, types in MARKER_KEYS.items() if key != "opset"},
@@ -361,8 +357,6 @@ def export_onnx(
         }
         write_meta(tmp, meta, readme_text)
         if check is not None:
-            from sentkit.encoders.onnx_encoder import OnnxEncoder
-
             meta["check"] = export_check_record(
                 check,
                 encoder,
@@ -407,12 +401,6 @@ def torch_threads() -> int:
     import torch
 
     return torch.get_num_threads()
-
-
-def require_onnx() -> None:
-    missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ImportError(f"ONNX export needs {' and '.join(missing)}: pip install 'sentkit[onnx]'")
 
 
 SNIPPET = """\

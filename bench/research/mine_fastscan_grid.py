@@ -3,7 +3,7 @@
 `sentkit mine`'s nprobe tuning doubles the probes until the recall target or a plateau. When the plateau
 comes first, the 4-bit codes and the number of candidates re-scored exactly (refine x k) limit the recall,
 not the lists. This script builds the preset's index once over the target side of a realistic set
-(bench/mine_real_sets.py, the same half, seed and construction as bench/mine_real.py and mine_e2e.py), and
+(bench/mine_real_sets.py, the same half, seed and construction as bench/research/mine_real.py and mine_e2e.py), and
 on sampled source queries whose exact top k is known it measures recall@k and the search seconds at every
 (nprobe, refine) pair; the seconds per query times the row count estimate one direction's full search.
 Choose on half A; report on half B with bench/mine_e2e.py.
@@ -13,36 +13,33 @@ queries with a planted translation follows where the index loses that partner: a
 exact top k holds it, the share whose partner's inverted list is among the nprobe probed, the share that has
 it among the refine x k candidates fetched, and the share that keeps it in the top k after re-scoring.
 
-    python bench/mine_fastscan_grid.py --half A --n 1000000 --nprobe 16,32,64,128 --refine 16,32,64
-    python bench/mine_fastscan_grid.py --half A --n 1000000 --direction backward
-    python bench/mine_fastscan_grid.py --small      # a tiny synthetic cache: the script runs
+    python -m bench.research.mine_fastscan_grid --half A --n 1000000 --nprobe 16,32,64,128 --refine 16,32,64
+    python -m bench.research.mine_fastscan_grid --half A --n 1000000 --direction backward
+    python -m bench.research.mine_fastscan_grid --small      # a tiny synthetic cache: the script runs
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-from mine_e2e import add_sample_args, sampled_directed  # noqa: E402
-
-from sentkit.mining.approximate import (  # noqa: E402
+from bench.common import provenance, write_result
+from bench.mine_e2e import add_sample_args, sampled_directed
+from sentkit.mining.approximate import (
     built_index,
     candidate_products,
     rescored_topk,
     search_params,
 )
-from sentkit.mining.exact import UnitRows  # noqa: E402
-from sentkit.mining.gemm import cpu_flags  # noqa: E402
-from sentkit.mining.recall import found_share  # noqa: E402
-from sentkit.mining.search import IndexConfig, fastscan_factory  # noqa: E402
+from sentkit.mining.exact import UnitRows
+from sentkit.mining.recall import found_share
+from sentkit.mining.search import IndexConfig, fastscan_factory
+from sentkit.provenance import cpu_flags
 
-OUT = Path(__file__).resolve().parent / "out" / "mine_fastscan_grid.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "mine_fastscan_grid.json"
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,5 +1,5 @@
 """What every bench script reports the same way: sentences/s rows from repeated timings, stage timings with
-the peak RSS, provenance, output."""
+the peak RSS, provenance, output; and how a script starts a copy of itself in a child process."""
 
 from __future__ import annotations
 
@@ -12,6 +12,14 @@ from pathlib import Path
 
 from sentkit.atomic import atomic_write_json
 from sentkit.provenance import machine_info, package_versions, source_revision
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository root, where `python -m bench.NAME` runs from
+
+
+def child_pythonpath() -> dict[str, str]:
+    """{"PYTHONPATH": ...} with the repository root first, for a child `python -m bench.NAME` started from
+    any folder."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 def speed_rows(seconds: dict[str, list[float]], cpu_seconds: dict[str, list[float]], n: int) -> dict:

@@ -24,46 +24,43 @@ mining recipe (its parallel-sentence-mining example: IVF-Flat with keys/1000 lis
 margin, max) runs on the same vectors, its time and F1 as ratios to each sentkit run. Writes
 bench/out/mine_real.json.
 
-    python bench/mine_real.py --half A --sets real,realistic-250000,realistic-1000000
-    python bench/mine_real.py --small    # a tiny synthetic cache: the script runs
+    python -m bench.research.mine_real --half A --sets real,realistic-250000,realistic-1000000
+    python -m bench.research.mine_real --small    # a tiny synthetic cache: the script runs
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import StageMeter, provenance, write_result  # noqa: E402
-from bitext_mining import planted_bitext  # noqa: E402
-from mine_real_sets import (  # noqa: E402
+from bench.bitext_mining import planted_bitext
+from bench.common import StageMeter, provenance, write_result
+from bench.mine_real_sets import (
     CONSTRUCTIONS,
     VectorSet,
+    cache_folder,
     halves,
-    read_pairs,
+    inverse_gold,
+    model_vectors,
     real_rows,
     real_statistics,
     realistic_set,
 )
+from sentkit.errors import InvalidArgument
+from sentkit.mining.exact import UnitRows, exact_search
+from sentkit.mining.exchange import both_exchanged
+from sentkit.mining.index_spec import ivf_lists, parse_index
+from sentkit.mining.margin import candidate_scores, ratio_margin
+from sentkit.mining.retrieval import select_pairs
+from sentkit.mining.search import IndexConfig, resolve_kind, search
+from sentkit.provenance import cpu_flags
+from sentkit.tasks.bitext import best_threshold, prf_at_threshold
 
-from sentkit.errors import InvalidArgument  # noqa: E402
-from sentkit.mining.exact import UnitRows, exact_search  # noqa: E402
-from sentkit.mining.exchange import both_exchanged  # noqa: E402
-from sentkit.mining.gemm import cpu_flags  # noqa: E402
-from sentkit.mining.index_spec import ivf_lists, parse_index  # noqa: E402
-from sentkit.mining.margin import candidate_scores, ratio_margin  # noqa: E402
-from sentkit.mining.retrieval import select_pairs  # noqa: E402
-from sentkit.mining.search import IndexConfig, resolve_kind, search  # noqa: E402
-from sentkit.mining.vectors import ShardVectors  # noqa: E402
-from sentkit.tasks.bitext import best_threshold, prf_at_threshold  # noqa: E402
-
-OUT = Path(__file__).resolve().parent / "out" / "mine_real.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "mine_real.json"
 MODELS = "e5-small-m@int8,minilm-en@int8"
 INDEXES = (
     "auto",
@@ -126,13 +123,6 @@ class ExactLists:
             self.sims[todo], self.nn[todo], self.done[todo] = s, i, True
             self.searched += len(todo)
         return self.sims[rows], self.nn[rows]
-
-
-def inverse_gold(gold: np.ndarray, ny: int) -> np.ndarray:
-    """(ny,) each target row's planted source row, -1 none: `gold` (source row -> target row) read backward."""
-    inverse = np.full(ny, -1, dtype=np.int64)
-    inverse[gold[gold >= 0]] = np.flatnonzero(gold >= 0)
-    return inverse
 
 
 def f1_sample(gold: np.ndarray, ny: int, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -453,57 +443,6 @@ def run_st(vs: VectorSet, partner_y, queries, exact_q, sample, full, runs, args)
 
 
 # ---- inputs ------------------------------------------------------------------------------------------------
-def load_model_vectors(folder: Path) -> np.ndarray:
-    """Every row of a shard folder, L2-normalised, in one (n, d) float32 array. A folder still being
-    encoded (or stopped) gives its encoded prefix: the finished shards that run on from row 1 (a warning says
-    how many rows that is); the caller drops the pairs beyond it."""
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    if manifest.get("complete"):
-        vectors = ShardVectors(folder)
-        out = np.empty((vectors.n, vectors.dim), dtype=np.float32)
-        for start, block in vectors.blocks():
-            out[start : start + len(block)] = block
-        return out
-    blocks, row = [], 1
-    for shard in sorted(manifest["shards"], key=lambda s: (s["input"], s["first_row"])):
-        if shard["input"] != 0 or shard["first_row"] != row:
-            break
-        blocks.append(np.load(folder / shard["name"]).astype(np.float32))
-        row += shard["rows"]
-    if not blocks:
-        raise InvalidArgument(f"{folder}: no finished shard from row 1 yet")
-    out = np.concatenate(blocks)
-    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-    print(
-        f"warning: {folder} is not complete: using its encoded prefix, the first {len(out):,} texts",
-        file=sys.stderr,
-        flush=True,
-    )
-    return out
-
-
-def cache_folder(asked: Path | None) -> Path:
-    """The real-vector cache (--cache, else bench/real_sentences.py's default), refused without pairs.tsv."""
-    from real_sentences import default_cache
-
-    cache = asked or default_cache()
-    if not (cache / "pairs.tsv").is_file():
-        raise InvalidArgument(f"--cache {cache}: no pairs.tsv; run bench/real_sentences.py first")
-    return cache
-
-
-def model_vectors(cache: Path | None, model: str, seed: int = 0) -> tuple:
-    """(vectors, other, english, used): a model's unit vectors from the cache (None: the small synthetic
-    cache) and the translation pairs among the rows it holds (a folder still being encoded holds a prefix)."""
-    if cache is None:
-        tables, other, english = small_cache(seed)
-        vectors = next(iter(tables.values()))
-        return vectors, other, english, {"texts": len(vectors), "translation_pairs": len(other)}
-    other, english = read_pairs(cache / "pairs.tsv")
-    vectors = load_model_vectors(cache / model.replace("/", "_"))
-    inside = (other < len(vectors)) & (english < len(vectors))
-    used = {"texts": len(vectors), "translation_pairs": int(inside.sum())}
-    return vectors, other[inside], english[inside], used
 
 
 def build_sets(vectors: np.ndarray, half_mask, other, english, args):
@@ -544,20 +483,6 @@ def build_sets(vectors: np.ndarray, half_mask, other, english, args):
             )
         yield name, vs
         del vs
-
-
-def small_cache(seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """A tiny stand-in for the cache: 4,000 structured 32-d vectors, 500 Tatoeba-like pairs and 100 English
-    rows with 3 XNLI-like partners each."""
-    rng = np.random.default_rng(seed)
-    base, _, _ = planted_bitext(4000, 32, 0.0, 1.0, seed)
-    other = np.concatenate([np.arange(0, 1000, 2), 1000 + np.arange(300)])
-    english = np.concatenate([np.arange(1, 1000, 2), 1300 + np.repeat(np.arange(100), 3)])
-    base[other] = base[english] + 0.5 * rng.standard_normal((len(other), 32)).astype(np.float32) * base.std(
-        axis=0
-    )
-    base /= np.linalg.norm(base, axis=1, keepdims=True)
-    return {"small-synthetic": base}, other, english
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -1,6 +1,6 @@
 """sentkit's ONNX sentence graph as OpenVINO IR (model.xml + model.bin): fp32, or static int8 by NNCF.
 
-The graph is the fp32 ONNX export (onnx_export.export_fp32: the transformer, pooling, Dense layers and
+The graph is the fp32 ONNX export (onnx/export.py export_fp32: the transformer, pooling, Dense layers and
 normalisation in one graph), converted with `openvino.convert_model` and saved with fp32 weights (OpenVINO
 would compress them to fp16 by default). int8 is NNCF post-training quantization (`nncf.quantize`) calibrated
 on real sentences (calibration.calibration_set), one sentence per calibration sample so no pad token enters
@@ -10,18 +10,17 @@ the activation statistics. The folder holds the same `sentkit_onnx.json` contrac
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sentkit.atomic import atomic_directory
 from sentkit.cache import package_version, sha256_file
+from sentkit.encoders import int8_choice
 from sentkit.encoders.calibration import SentenceSet
 from sentkit.encoders.export_check import export_check_record
-from sentkit.encoders.onnx_export import (
-    INPUTS,
-    OUTPUT,
+from sentkit.encoders.onnx.contract import INPUTS, OUTPUT, graph_feeds
+from sentkit.encoders.onnx.export import (
     check_export_target,
     contract_meta,
     dense_text,
@@ -30,6 +29,8 @@ from sentkit.encoders.onnx_export import (
     torch_threads,
     write_meta,
 )
+from sentkit.encoders.openvino.encoder import OpenVinoEncoder, require_openvino
+from sentkit.provenance import cpu_flags
 
 MODEL_FILE = "model.xml"
 WEIGHTS_FILE = "model.bin"
@@ -49,31 +50,18 @@ class OpenVinoInt8Options:
     fast_bias_correction: bool = True
 
 
-# host kind (int8_choice.HOST_KINDS) -> NNCF preset of the int8 export where it is not "mixed". On 2 idle
-# cores of an AMX host "performance" (activations symmetric too, so the int8 products need no zero-point
-# correction) encoded the STS-B sentences 1.15x (e5-small-m) and 1.24x (MiniLM) as fast as "mixed" in an
-# interleaved check, at STS-B +0.03 / +0.01; then 1.75x / 1.75x the fastest sentence-transformers backend
-# (docs/results/int8_speed_amx_2core_performance_preset.json, against 1.46-1.55x / 1.28-1.60x with "mixed").
-# Other kinds keep NNCF's transformer choice until measured
+# host kind (int8_choice.HOST_KINDS) -> NNCF preset of the int8 export where it is not "mixed". The rule: a
+# kind gets "performance" (activations symmetric too, so the int8 products need no zero-point correction) where
+# it encoded faster than "mixed" at no quality cost on an idle host of that kind
+# (docs/performance.md#choosing-the-int8-path); other kinds keep NNCF's transformer choice until measured.
 PRESET_BY_HOST: dict[str, str] = {"amx": "performance"}
 
 
 def host_int8_options(flags: Sequence[str] | None = None) -> OpenVinoInt8Options:
     """The int8 options for a CPU with `flags` (this CPU's by default): PRESET_BY_HOST's preset for its
     kind."""
-    from sentkit.encoders import int8_choice
-
-    kind = int8_choice.host_kind(int8_choice.cpu_flags(flags))
+    kind = int8_choice.host_kind(cpu_flags(flags))
     return OpenVinoInt8Options(preset=PRESET_BY_HOST.get(kind, "mixed"))
-
-
-def require_openvino(int8: bool = False, export: bool = False) -> None:
-    """One line naming the extra when openvino is missing (or nncf, for int8; or onnx and onnxruntime,
-    which trace the graph, for an export)."""
-    needed = ["openvino"] + (["nncf"] if int8 else []) + (["onnx", "onnxruntime"] if export else [])
-    missing = [m for m in needed if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ImportError(f"OpenVINO export needs {' and '.join(missing)}: pip install 'sentkit[openvino]'")
 
 
 def openvino_versions() -> dict[str, str | int]:
@@ -130,8 +118,6 @@ def export_openvino(
         }
         write_meta(tmp, meta, readme_text)
         if check is not None:
-            from sentkit.encoders.openvino_encoder import OpenVinoEncoder
-
             kind = "int8" if quantized else "fp32"
             meta["check"] = export_check_record(
                 check,
@@ -148,8 +134,6 @@ def nncf_int8(model, encoder, calibration: SentenceSet, options: OpenVinoInt8Opt
     per sample."""
     import nncf
     from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, OverflowFix
-
-    from sentkit.encoders.static_int8 import graph_feeds
 
     samples = list(graph_feeds(encoder, calibration.sentences, batch_size=1))
     return nncf.quantize(

@@ -2,7 +2,7 @@
 
 For each model, the cached `NAME@openvino-int8` folder is opened four ways: the CPU plugin's defaults (1
 stream, fused attention kernels, "snippets", on), snippets off, 2 streams with snippets off, and sentkit's
-default on this host (openvino_encoder.py). The encoders are timed in turns (warm-up first, order
+default on this host (sentkit/encoders/openvino/encoder.py). The encoders are timed in turns (warm-up first, order
 alternating per round, tokenization included as a user sees it) on the STS-B test sentences (1379 pairs ->
 2758 sentences) and on passages cut from the same text: the sentences joined in file order and cut every W
 words (`--passage-words`), so batch width grows while the words stay real. Reported per text set and
@@ -10,7 +10,7 @@ configuration: best and median texts/s, the median's ratio to the plugin's defau
 the defaults' vectors, and (sentences only) STS-B test Spearman. Records the CPU flags and the load average;
 one heavy job at a time.
 
-    python bench/openvino_config.py [--models e5-small-m,minilm-en] [--passage-words 50,100,200]
+    python -m bench.research.openvino_config [--models e5-small-m,minilm-en] [--passage-words 50,100,200]
                                     [--repeats 5] [--threads 2] [--out F]
 """
 
@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import provenance, write_result  # noqa: E402
-from encode_speed import load_average, stsb_spearman, stsb_test_gold, stsb_test_sentences  # noqa: E402
-from int8_speed import interleaved, sentkit_runner  # noqa: E402
+from bench.common import provenance, write_result
+from bench.encode_speed import load_average, stsb_spearman, stsb_test_gold, stsb_test_sentences
+from bench.int8_speed import interleaved, sentkit_runner
 
-OUT = Path(__file__).resolve().parent / "out" / "openvino_config.json"
+OUT = Path(__file__).resolve().parents[1] / "out" / "openvino_config.json"
 # label -> (streams, snippets: None = sentkit's default); the first is the plugin's own default, the
 # reference of every ratio
 CONFIGS: dict[str, tuple[int, bool | None]] = {
@@ -57,8 +55,8 @@ def bench_model(
 ) -> dict:
     """The configurations timed on `folder` (default: `name`'s cached `@openvino-int8` export) over each
     text set; STS-B is scored on the set named "sentences" when `gold` is given."""
-    from sentkit.encoders.onnx_encoder import cached_export
-    from sentkit.encoders.openvino_encoder import OpenVinoEncoder
+    from sentkit.encoders.export_cache import cached_export
+    from sentkit.encoders.openvino.encoder import OpenVinoEncoder
 
     if folder is None:
         folder = cached_export(name, "openvino-int8", threads=args.threads).folder

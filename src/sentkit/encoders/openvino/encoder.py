@@ -1,4 +1,4 @@
-"""An OpenVINO export folder (openvino_export.py) as an encoder, on the CPU.
+"""An OpenVINO export folder (export.py) as an encoder, on the CPU.
 
 Tokenization, length-sorted batching and truncation accounting are OnnxEncoder's; only the runtime differs.
 The model is compiled for dynamic batch and length on `threads` inference threads, one stream by default,
@@ -8,7 +8,8 @@ while the current one runs.
 
 OpenVINO's CPU plugin fuses each layer's attention (two matmuls, softmax, head transposes) into one
 generated kernel ("snippets"). On AMX hosts that kernel was slower than the separate ops for batches up to
-`NARROW_MAX_WIDTH` tokens wide and faster for wider ones (measured on 2 idle cores, `SNIPPETS_MEASURED`), so
+`NARROW_MAX_WIDTH` tokens wide and faster for wider ones (measured on 2 idle cores; the figures are in
+docs/performance.md#choosing-the-int8-path), so
 there batches that narrow run on a copy compiled without it and wider ones on a copy compiled with it (made
 on the first wide batch: a compiled copy of e5-small-m holds about 0.5 GB). On other host kinds every batch
 runs with the plugin's default until a measurement there says otherwise.
@@ -16,32 +17,39 @@ runs with the plugin's default until a measurement there says otherwise.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from sentkit.encoders import int8_choice
-from sentkit.encoders.onnx_encoder import OnnxEncoder
-from sentkit.encoders.onnx_export import INPUTS
-from sentkit.encoders.openvino_export import require_openvino
+from sentkit.encoders.onnx.contract import INPUTS
+from sentkit.encoders.onnx.encoder import OnnxEncoder
 from sentkit.encoders.protocol import length_sorted_batches, padded_batch
+from sentkit.provenance import cpu_flags
+
+
+def require_openvino(int8: bool = False, export: bool = False) -> None:
+    """One line naming the extra when openvino is missing (or nncf, for int8; or onnx and onnxruntime,
+    which trace the graph, for an export)."""
+    needed = ["openvino"] + (["nncf"] if int8 else []) + (["onnx", "onnxruntime"] if export else [])
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"OpenVINO export needs {' and '.join(missing)}: pip install 'sentkit[openvino]'")
+
 
 # host kind -> whether the CPU plugin's fused attention kernels ("snippets") run for narrow batches there
 SNIPPETS: dict[str, bool] = {"amx": False}
 # widest batch (tokens) that counts as narrow: the fused kernel won above it on both models measured
+# (docs/performance.md#choosing-the-int8-path)
 NARROW_MAX_WIDTH = 64
-SNIPPETS_MEASURED = {
-    "amx": "bench/openvino_config.py, 2 idle cores, int8 exports (openvino_config_amx_2core.json): without "
-    "the fused kernel, STS-B sentences 1.13x (e5-small-m) and 1.07x (MiniLM) as fast, passages of 100-200 "
-    "words 0.71-0.88x; the width split 1.15-1.16x on sentences, 1.01-1.03x on passages",
-}
 
 
 def snippets_on(flags: Sequence[str] | None = None) -> bool:
     """Whether OpenVINO's fused attention kernels run for narrow batches on a CPU with `flags` (this CPU's
     by default)."""
-    return SNIPPETS.get(int8_choice.host_kind(int8_choice.cpu_flags(flags)), True)
+    return SNIPPETS.get(int8_choice.host_kind(cpu_flags(flags)), True)
 
 
 class OpenVinoEncoder(OnnxEncoder):

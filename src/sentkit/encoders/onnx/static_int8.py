@@ -1,6 +1,6 @@
 """Static int8 of an fp32 sentence graph with onnxruntime: QDQ, per-channel weights, calibrated activations.
 
-Where dynamic quantization (onnx_export.quantize_int8) measures each activation's range on every batch at
+Where dynamic quantization (export.quantize_int8) measures each activation's range on every batch at
 run time, static quantization fixes one range per activation tensor from real calibration sentences
 (calibration.calibration_set), so the int8 graph spends no time on range finding and onnxruntime can fuse
 QuantizeLinear -> MatMul -> DequantizeLinear chains into integer kernels. Only the weight MatMuls are
@@ -11,14 +11,12 @@ path: without VNNI, onnxruntime's u8 x s8 kernel adds pairs of products in int16
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
-
-from sentkit.encoders.int8_outliers import DEFAULT_THRESHOLD, weight_matmul_inputs
+from sentkit.encoders.onnx.contract import graph_feeds
+from sentkit.encoders.onnx.int8_outliers import DEFAULT_THRESHOLD, weight_matmul_inputs
 
 
 @dataclass(frozen=True)
@@ -31,25 +29,6 @@ class StaticInt8Options:
     outlier_ratio: float = DEFAULT_THRESHOLD  # weight MatMuls above it stay fp32 (int8_outliers.py)
     # sentences per calibration batch: one, so no pad token's activations widen a range
     calibration_batch: int = 1
-
-
-def graph_feeds(encoder, sentences: Sequence[str], batch_size: int) -> Iterator[dict[str, np.ndarray]]:
-    """`{"input_ids", "attention_mask"}` int64 batches of `sentences` as the exported graph is fed: the
-    encoder's prefix, tokenizer and truncation, length-sorted (the encoder's truncation counts untouched)."""
-    from sentkit.encoders.onnx_export import INPUTS
-    from sentkit.encoders.protocol import length_sorted_batches, padded_batch
-
-    view = SimpleNamespace(
-        name=encoder.name,
-        prefix=encoder.prefix,
-        tokenizer=encoder.tokenizer,
-        max_length=encoder.max_length,
-        truncated=0,
-        truncated_texts=set(),
-    )
-    pad = int(encoder.tokenizer.pad_token_id or 0)
-    for _, features, rows, width in length_sorted_batches(view, list(sentences), batch_size):
-        yield padded_batch(features, rows, width, {"input_ids": pad}, keys=INPUTS)
 
 
 def quantize_static_int8(
