@@ -136,11 +136,20 @@ def shell_commands(path: Path) -> list[list[str]]:
                     while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
                         words.pop(0)
                     if words:
-                        commands.append(words)
+                        commands.append(as_script_path(words))
                     words = []
                 else:
                     words.append(word)
     return commands
+
+
+def as_script_path(words: list[str]) -> list[str]:
+    """`python -m bench.research.x ...` (the repository's own packages) read as `python bench/research/x.py ...`,
+    so its script and flags are checked like a script given by path; `python -m pytest` is left as it is."""
+    if len(words) >= 3 and words[0] in {"python", "python3"} and words[1] == "-m":
+        if words[2].split(".")[0] in {"bench", "examples"}:
+            return [words[0], "/".join(words[2].split(".")) + ".py", *words[3:]]
+    return words
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -187,11 +196,11 @@ def unknown_sentkit_flags(words: list[str]) -> list[str]:
 def script_texts(script: Path) -> str:
     """A script's text and that of the modules it imports from its own folder (the examples' shared flags)."""
     text = script.read_text(encoding="utf-8")
-    local = re.findall(r"^\s*(?:from|import)\s+(\w+)", text, flags=re.MULTILINE)
+    local = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", text, flags=re.MULTILINE)
     for module in dict.fromkeys(local):
-        sibling = script.parent / f"{module}.py"
-        if sibling.is_file() and sibling != script:
-            text += "\n" + sibling.read_text(encoding="utf-8")
+        for sibling in (script.parent / f"{module}.py", ROOT / ("/".join(module.split(".")) + ".py")):
+            if sibling.is_file() and sibling != script:
+                text += "\n" + sibling.read_text(encoding="utf-8")
     return text
 
 

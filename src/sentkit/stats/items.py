@@ -25,6 +25,7 @@ import numpy as np
 from sentkit.atomic import atomic_write_bytes
 from sentkit.cache import sha256_file
 from sentkit.errors import DataFormatError, MissingDataError
+from sentkit.stats.statistics import STATISTICS
 
 INLINE_VALUES = 1000  # a task whose arrays hold at most this many numbers keeps them in the results JSON
 COMBINES = ("mean", "negative_sum")  # how an aggregate joins its groups' scores
@@ -74,8 +75,6 @@ class TaskItems:
 
     def add(self, key: str, statistic: str, ids_sha256: str, stratum: str | None = None, **arrays) -> None:
         """Add the group scored as `key`; groups with the same `stratum` (default: the key) share items."""
-        from sentkit.stats.bootstrap import STATISTICS
-
         if statistic not in STATISTICS:
             raise ValueError(f"unknown statistic {statistic!r} (known: {', '.join(STATISTICS)})")
         arrays = {name: np.asarray(a) for name, a in arrays.items()}
