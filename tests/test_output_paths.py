@@ -241,3 +241,31 @@ def test_export_overwrite_refuses_a_link_to_an_earlier_export(tmp_path, monkeypa
         "link: give the real path of the folder\n"
     )
     assert (tmp_path / "current").is_symlink() and _tree(tmp_path) == tree  # no folder, no `.current.old`
+
+
+def test_the_relevant_words_figure_is_written_atomically_and_never_through_a_link(tmp_path):
+    """The JCSE analysis figure goes through the one output rule: a link named as the figure is refused and
+    the file it points to is left as it was; a plain path gets a PNG."""
+    from sentkit.analysis.relevant_words import plot_distribution
+
+    target = tmp_path / "elsewhere.png"
+    target.write_bytes(b"keep")
+    link = tmp_path / "pos.png"
+    link.symlink_to(target)
+    with pytest.raises(OutputPathError, match="symbolic link"):
+        plot_distribution({"base": {"NOUN": 100.0}}, link)
+    assert target.read_bytes() == b"keep" and link.is_symlink()
+    png = plot_distribution({"base": {"NOUN": 100.0}}, tmp_path / "ok.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_build_ease_processes_are_bounded_by_the_cpus(capsys):
+    from sentkit.cli import main
+    from sentkit.corpus.cpu_limits import usable_cpus
+
+    too_many = usable_cpus() + 1
+    with pytest.raises(SystemExit) as stop:
+        main(["build", "ease", "--dump", "x.xml.bz2", "--out", "o", "--processes", str(too_many)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"give 1 to {usable_cpus()}" in err

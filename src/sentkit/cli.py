@@ -30,6 +30,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+def cpu_count_int(text: str) -> int:
+    """argparse type: processes on this machine, 1 to the CPUs this process may run on (more buy no speed and,
+    far past them, exhaust the system's process limit; docs/encoding.md, "Engines")."""
+    from sentkit.corpus.cpu_limits import usable_cpus
+
+    value = positive_int(text)
+    cpus = usable_cpus()
+    if value > cpus:
+        raise argparse.ArgumentTypeError(
+            f"this machine has {cpus} CPUs for sentkit; give 1 to {cpus}, got {text!r}"
+        )
+    return value
+
+
 def seed_int(text: str) -> int:
     """argparse type: a seed NumPy accepts, 0 to 2**32-1."""
     try:
@@ -190,7 +204,7 @@ def _add_build_parser(sub) -> None:
     ease.add_argument("--types", default="auto", choices=["auto", "wikidata", "ner", "category", "none"])
     ease.add_argument("--splitter", default="auto", choices=["auto", "spacy", "rule"])
     ease.add_argument("--parallel", default="", choices=["", "xnli"], help="xnli: add XNLI dev translations")
-    ease.add_argument("--processes", type=positive_int, default=1)
+    ease.add_argument("--processes", type=cpu_count_int, default=1, help="worker processes, at most the CPUs")
     ease.add_argument("--pages-per-shard", type=positive_int, default=200)
     ease.add_argument("--max-rows", type=int, default=0, help="keep a seeded sample of N rows (0 = all)")
     ease.add_argument("--seed", type=seed_int, default=0)

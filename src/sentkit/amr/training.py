@@ -18,7 +18,6 @@ text encoder (sec. 4.2) is `sentkit/encoders/retrofit.py`, named `retrofit:<text
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from sentkit.amr.encoder import AMR_CONFIG, AmrEncoder, extend_vocabulary
 from sentkit.amr.linearize import linearize, vocabulary_tokens
 from sentkit.amr.parse import get_parser
 from sentkit.amr.triplets import TEXT_LANGS, Triplet, mixed_triplets, parallel_triplets, write_jsonl
+from sentkit.atomic import atomic_write_bytes, atomic_write_json
 
 
 @dataclass
@@ -168,7 +168,7 @@ def train_amr_encoder(
     )
     run_dir = train(train_config, eval_task=eval_task)
     best = run_dir / "best"
-    shutil.copy(start / AMR_CONFIG, best / AMR_CONFIG)
+    atomic_write_bytes(best / AMR_CONFIG, (start / AMR_CONFIG).read_bytes())
     summary = {
         "examples": len(examples),
         "rows": len(rows),
@@ -176,5 +176,5 @@ def train_amr_encoder(
         "start_pooling": start_pooling,
         **vars(config),
     }
-    (out / "amr_training.json").write_text(json.dumps(summary, indent=2, default=list), encoding="utf-8")
+    atomic_write_json(out / "amr_training.json", summary)
     return best

@@ -8,12 +8,15 @@ content word. The POS distribution of those words over many pairs shows what an 
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from sentkit.atomic import atomic_write_bytes
 
 
 @dataclass(frozen=True)
@@ -101,8 +104,10 @@ def plot_distribution(distributions: dict[str, dict[str, float]], path: str | Pa
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    image = io.BytesIO()
+    fig.savefig(image, dpi=120, format=path.suffix.lstrip(".") or "png")
     plt.close(fig)
+    atomic_write_bytes(path, image.getvalue())
     return path
 
 

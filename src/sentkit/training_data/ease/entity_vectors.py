@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sentkit.atomic import check_output_node
 from sentkit.errors import DataFormatError, MissingDataError
 
 
@@ -172,6 +173,11 @@ def train_wikipedia2vec(
         progressbar=False,
     )
     tmp = folder / ".model.pkl.tmp"
+    # wikipedia2vec writes the file itself: the temporary name and the target obey the output-path rule
+    # (docs/cli.md, "Output paths"): never through a link or over a device
+    check_output_node(tmp, "file")
+    tmp.unlink(missing_ok=True)
     model.save(str(tmp))
+    check_output_node(model_file, "file")
     os.replace(tmp, model_file)
     return model_file
