@@ -73,7 +73,7 @@ def _prose(markdown: str) -> list[tuple[bool, str]]:
             fence = match.group(1)
             chunks.append((False, line))
         elif fence is not None:
-            if line.strip() and not line.strip(fence[0]) and len(line.strip()) >= len(fence):
+            if line.strip() and not line.strip().strip(fence[0]) and len(line.strip()) >= len(fence):
                 fence = None
             chunks.append((False, line))
         else:

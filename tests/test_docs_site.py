@@ -134,7 +134,9 @@ def test_links_out_of_docs_reach_a_copy_in_the_site(tmp_path):
         tmp_path,
         {
             "index.md": "# Home\n\n[train](../examples/train.py), [all examples](../examples/)\n",
-            "guide.md": "# Guide\n\n## Real heading\n\n```bash\ncat [not a link](../nowhere.py)\n```\n",
+            # a link after a closed code fence is prose again and is pointed at the copy too
+            "guide.md": "# Guide\n\n## Real heading\n\n```bash\ncat [not a link](../nowhere.py)\n```\n\n"
+            "[after the code](../examples/train.py)\n",
         },
         ["index.md", "guide.md"],
     )
@@ -146,6 +148,8 @@ def test_links_out_of_docs_reach_a_copy_in_the_site(tmp_path):
     assert (site / "_repo/examples/train.py").read_text(encoding="utf-8") == "print('train')\n"
     index = (site / "index.html").read_text(encoding="utf-8")
     assert 'href="_repo/examples/train.py"' in index and 'href="_repo/examples/index.html"' in index
+    guide = (site / "guide.html").read_text(encoding="utf-8")
+    assert 'href="_repo/examples/train.py"' in guide
     # mkdocs turns a README.md into its folder's index page
     readme = (site / "_repo/examples/index.html").read_text(encoding="utf-8")
     assert 'href="train.py"' in readme and 'href="../../guide.html#real-heading"' in readme
