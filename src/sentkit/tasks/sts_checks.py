@@ -8,7 +8,7 @@
   or a collapsed model).
 - Duplicates: more than `DUPLICATE_SHARE` of the pairs repeat an earlier pair (in either order): the
   Spearman and its interval count each copy as a new pair, so both claim a precision the data lacks.
-docs/evaluation.md ("Degenerate STS data") says what each means for the user.
+docs/data-checks.md ("Degenerate STS data") says what each means for the user.
 """
 
 from __future__ import annotations
