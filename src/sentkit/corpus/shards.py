@@ -243,10 +243,12 @@ def load_shard(path: str | Path, fmt: str, mmap: bool = True) -> np.ndarray:
 CORRUPT = "the shard file is corrupt: not the finite float matrix sentkit writes; encode into a new folder"
 
 
-def check_finite(block: np.ndarray, path: str | Path, first_row: int = 0) -> None:
-    """Refuse a shard block holding NaN or inf (ShardCorrupt naming the file and the block's first such
-    row, 0-based from `first_row`): sentkit never writes one (encode_rows checks every vector)."""
+def check_finite(block: np.ndarray, path: str | Path, rows: np.ndarray | None = None) -> None:
+    """Refuse shard rows holding NaN or inf (ShardCorrupt naming the file and the first such row: its
+    0-based number in the shard, from `rows` when the block holds only some of them): sentkit never writes
+    one (encode_rows checks every vector)."""
     bad = ~np.isfinite(block).all(axis=1)
     if bad.any():
-        row = first_row + int(np.flatnonzero(bad)[0])
+        first = int(np.flatnonzero(bad)[0])
+        row = first if rows is None else int(rows[first])
         raise ShardCorrupt(f"{path}: {CORRUPT} (row {row} holds NaN or inf)")

@@ -114,10 +114,9 @@ class ShardVectors:
             mask = which == s
             shard = self._shard(self.shards[s], whole=False)
             local = rows[mask] - self.offsets[s]  # rows within the shard
-            out[mask] = shard[local]
-            bad = local[~np.isfinite(out[mask]).all(axis=1)]
-            if len(bad):
-                check_finite(shard[bad[:1]], self.folder / self.shards[s]["name"], int(bad[0]))
+            picked = shard[local]  # (len(local), dim)
+            check_finite(picked, self.folder / self.shards[s]["name"], rows=local)
+            out[mask] = picked
         return normalized(out)
 
     def _shard(self, record: dict, whole: bool = True) -> np.ndarray:

@@ -120,20 +120,10 @@ class ProbeRecord:
 
 def _encode(encoder, texts: Sequence[str]) -> np.ndarray:
     """The encoder's vectors of `texts` (eval mode, no gradient), leaving every RNG stream as it was."""
-    import random
+    from sentkit.training.rng import rng_preserved
 
-    import torch
-
-    state = (random.getstate(), np.random.get_state(), torch.random.get_rng_state())
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-    try:
+    with rng_preserved():
         return np.asarray(encoder.encode(list(texts), batch_size=len(texts)), dtype=np.float64)
-    finally:
-        random.setstate(state[0])
-        np.random.set_state(state[1])
-        torch.random.set_rng_state(state[2])
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
 
 
 def _shape(vectors: np.ndarray) -> tuple[np.ndarray, float, float] | None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import random
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from transformers import Trainer, TrainerCallback
 
@@ -23,6 +21,7 @@ from sentkit.objectives.options import TINY_TEMPERATURE
 from sentkit.training.hooks import objective_extra_optimizers, objective_param_groups
 from sentkit.training.probes import ProbeRecord
 from sentkit.training.results import TOTALS_FILE, RunTotals
+from sentkit.training.rng import rng_preserved
 from sentkit.training.run_dir import latest_checkpoint, write_metrics
 from sentkit.training.sane_state import StartScales, largest_weight, was_checked
 
@@ -378,7 +377,7 @@ class SentenceTrainer(Trainer):
         start = time.perf_counter()
         scores = None
         if self.is_world_process_zero():
-            with _rng_preserved():
+            with rng_preserved():
                 scores = {k: float(v) for k, v in self.task.evaluate(self.encoder).items()}
         if self.args.world_size > 1:
             box = [scores]
@@ -456,22 +455,6 @@ class ProgressPostfix(TrainerCallback):
         )
         if bar is not None and logs and "loss" in logs:
             bar.set_postfix(loss=f"{logs['loss']:.4f}", sent_s=logs.get("sentences_per_s"))
-
-
-class _rng_preserved:
-    """Evaluation must not shift the training RNG streams (dropout masks, data order) that resume replays."""
-
-    def __enter__(self):
-        self.state = (random.getstate(), np.random.get_state(), torch.random.get_rng_state())
-        self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-
-    def __exit__(self, *exc):
-        random.setstate(self.state[0])
-        np.random.set_state(self.state[1])
-        torch.random.set_rng_state(self.state[2])
-        if self.cuda is not None:
-            torch.cuda.set_rng_state_all(self.cuda)
-        return False
 
 
 def _tiny_temperature(objective) -> tuple[str, float] | None:
