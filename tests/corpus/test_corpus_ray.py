@@ -165,7 +165,7 @@ def _hook_log(folder):
 def test_workers_ray_cannot_place_are_reported_not_waited_on_silently(ray_session):
     import ray
 
-    from sentkit.corpus.engine_ray import RayLayout, _wait_ready
+    from sentkit.corpus.engine_ray import RayLayout, wait_ready
 
     @ray.remote(num_cpus=2)
     class Hog:  # another job holding both CPUs
@@ -187,7 +187,7 @@ def test_workers_ray_cannot_place_are_reported_not_waited_on_silently(ray_sessio
             ray.kill(hog)  # the other job ends: the worker gets its CPU (its process starts in seconds)
         notes.append(line)
 
-    assert _wait_ready(ray, [worker], RayLayout(1, 1.0, 0.0, 1), note=note, every=1.0) == ["node-1"]
+    assert wait_ready(ray, [worker], RayLayout(1, 1.0, 0.0, 1), note=note, every=1.0) == ["node-1"]
     assert notes and all("still waiting" in line for line in notes)
     assert "0 of 1 Ray encoder workers started after 1 s" in notes[0]
     assert "each asks for 1 CPU, the cluster has 0 CPU and 0 GPU free" in notes[0]

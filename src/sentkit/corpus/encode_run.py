@@ -104,7 +104,7 @@ def encode_corpus(
         encoder = None  # the actors load their own copies
     folder.mkdir(parents=True, exist_ok=True)
     busy = f"{folder}: another sentkit encode is writing into this folder"
-    with exclusive_lock(folder / LOCK_FILE, busy), _sigterm_as_interrupt():
+    with exclusive_lock(folder / LOCK_FILE, busy), sigterm_as_interrupt():
         _remove_temporary_files(folder)
         manifest = Manifest.load(folder)  # again, under the lock
         if manifest is not None:
@@ -278,7 +278,7 @@ def _remove_temporary_files(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
+def sigterm_as_interrupt():
     """SIGTERM raises Terminated in the main thread while the run holds the folder; a second SIGTERM
     kills as usual (the manifest on disk is then the previous, complete version)."""
     if threading.current_thread() is not threading.main_thread():

@@ -119,26 +119,26 @@ def run_ray(job: EncodeJob, info: dict) -> Iterator[dict | InputEnd]:
     if not started_here and job.address:
         raise InvalidArgument("--address: Ray is already initialised in this process")
     if started_here:
-        _init(ray, job.address)
+        init_ray(ray, job.address)
     actors: list = []
     try:
-        with _quiet():
+        with quiet():
             nodes = [n for n in ray.nodes() if n.get("Alive")]
             node_cpus = [n["Resources"].get("CPU", 0.0) for n in nodes]
             gpus = sum(n["Resources"].get("GPU", 0.0) for n in nodes)
         layout = ray_layout(node_cpus, gpus, job.workers, job.threads, job.device)
         info.update(asdict(layout), device="cuda" if layout.gpus_per_worker else "cpu")
         actors = _start_actors(ray, job, layout)
-        where = _wait_ready(ray, actors, layout)
+        where = wait_ready(ray, actors, layout)
         info["nodes"] = len(set(where))
         yield from _dispatch(ray, job, actors)
     except Exception as err:
-        cause = _user_error(err)
+        cause = user_error(err)
         if cause is err:
             raise
         raise cause from None
     finally:
-        with _quiet():
+        with quiet():
             # stopped now, not when their handles are collected: an exception's traceback holds them, and
             # their CPUs would stay taken from the next run in this Ray session
             for actor in actors:
@@ -147,7 +147,7 @@ def run_ray(job: EncodeJob, info: dict) -> Iterator[dict | InputEnd]:
                 ray.shutdown()
 
 
-def _init(ray, address: str | None) -> None:
+def init_ray(ray, address: str | None) -> None:
     """Start a local Ray with this machine's CPUs, or join the cluster at `address`, quietly: the user's
     stderr gets sentkit's lines, and errors come back as exceptions (SENTKIT_DEBUG=1 keeps Ray's logs)."""
     options: dict = {"include_dashboard": False}
@@ -157,12 +157,12 @@ def _init(ray, address: str | None) -> None:
         options["address"] = address
     else:
         options["num_cpus"] = usable_cpus()
-    with _quiet():
+    with quiet():
         ray.init(**options)
 
 
 @contextlib.contextmanager
-def _quiet():
+def quiet():
     """Around calls into Ray: its Python warnings (deprecations, resource notes) are not the user's."""
     if os.environ.get("SENTKIT_DEBUG"):
         yield
@@ -181,34 +181,43 @@ def _start_actors(ray, job: EncodeJob, layout: RayLayout) -> list:
         max_restarts=RETRIES,
         max_task_retries=RETRIES,
     )
-    with _quiet():
+    with quiet():
         return [
             remote.remote(worker_job, layout.threads, layout.gpus_per_worker > 0)
             for _ in range(layout.workers)
         ]
 
 
-def _wait_ready(ray, actors: list, layout: RayLayout, note=None, every: float = PLACE_NOTE_S) -> list[str]:
+def wait_ready(
+    ray,
+    actors: list,
+    layout: RayLayout,
+    note=None,
+    every: float = PLACE_NOTE_S,
+    what: str = "encode: {ready} of {all} Ray encoder workers",
+    refs: list | None = None,
+) -> list[str]:
     """The node ids of the actors once each has loaded its encoder. While some wait for Ray to place them
     (the CPUs or GPUs they ask for are taken, or the cluster is smaller than it was), a line on stderr every
-    `every` seconds says how many have started and what the cluster has free: Ray itself waits silently."""
+    `every` seconds says how many have started and what the cluster has free: Ray itself waits silently.
+    `refs`: the actors' ready calls where they take arguments (`what` names the workers in the line)."""
     note = note or _stderr
-    refs = [actor.ready.remote() for actor in actors]
+    refs = refs if refs is not None else [actor.ready.remote() for actor in actors]
     waited = 0.0
     while True:
-        with _quiet():
+        with quiet():
             ready, pending = ray.wait(refs, num_returns=len(refs), timeout=every)
         if not pending:
-            with _quiet():
+            with quiet():
                 return ray.get(refs)
         waited += every
-        with _quiet():
+        with quiet():
             free = ray.available_resources()
         ask = f"{layout.cpus_per_worker:g} CPU"
         if layout.gpus_per_worker:
             ask += f" + {layout.gpus_per_worker:g} GPU"
         note(
-            f"encode: {len(ready)} of {len(refs)} Ray encoder workers started after {waited:g} s; each asks "
+            f"{what.format(ready=len(ready), all=len(refs))} started after {waited:g} s; each asks "
             f"for {ask}, the cluster has {free.get('CPU', 0):g} CPU and {free.get('GPU', 0):g} GPU free "
             "(another job holding them, or a node gone?); still waiting"
         )
@@ -225,7 +234,7 @@ def _dispatch(ray, job: EncodeJob, actors: list) -> Iterator[dict | InputEnd]:
     load = [0] * len(actors)
 
     def land(timeout: float | None) -> Iterator[dict]:
-        with _quiet():
+        with quiet():
             ready, _ = ray.wait(list(waiting), num_returns=1, timeout=timeout)
         for ref in ready:
             load[waiting.pop(ref)] -= 1
@@ -240,7 +249,7 @@ def _dispatch(ray, job: EncodeJob, actors: list) -> Iterator[dict | InputEnd]:
                 while len(waiting) >= QUEUED_PER_ACTOR * len(actors):
                     yield from land(None)
                 actor = min(range(len(actors)), key=load.__getitem__)
-                with _quiet():
+                with quiet():
                     waiting[actors[actor].encode.remote(item)] = actor
                 load[actor] += 1
                 yield from land(0)  # what finished meanwhile, without waiting
@@ -256,7 +265,7 @@ def _record(ray, ref) -> dict:
     from ray.exceptions import RayActorError
 
     try:
-        with _quiet():
+        with quiet():
             return ray.get(ref)
     except RayActorError as err:
         raise WorkerLost(
@@ -265,7 +274,7 @@ def _record(ray, ref) -> dict:
         ) from None
 
 
-def _user_error(err: BaseException) -> BaseException:
+def user_error(err: BaseException) -> BaseException:
     """The exception our code raised inside a Ray actor, unwrapped from Ray's error wrappers (their text
     holds the remote traceback; the CLI prints the one-line original)."""
     from ray.exceptions import RayError, RayTaskError

@@ -43,13 +43,12 @@ def train_size(n: int, factory: str, asked: int | None = None) -> int:
     return min(n, TRAIN_MAX, max(TRAIN_MIN, TRAIN_PER_LIST * (ivf_lists(factory) or 0)))
 
 
-def built_index(keys, factory: str, train_rows: int | None = None, seed: int = 0):
-    """(index, table, training rows, {"train_s", "add_s"}): the FAISS index of `factory` (inner product) over
-    the vector set `keys`, seeded (`_seed`), trained on a seeded sample of train_size rows and holding every
-    key; `table` is the keys' float32 rows in memory for re-scoring (None above TABLE_MAX_BYTES)."""
+def trained_index(keys, factory: str, train_rows: int | None = None, seed: int = 0):
+    """(index, training rows, seconds): the FAISS index of `factory` (inner product) for the vector set `keys`,
+    seeded (`_seed`) and trained on a seeded sample of train_size rows, holding no key yet (a key part adds
+    its own rows: key_part.py)."""
     import faiss
 
-    timings: dict[str, float] = {}
     start = time.perf_counter()
     index = faiss.index_factory(keys.dim, factory, faiss.METRIC_INNER_PRODUCT)
     _seed(index, seed)
@@ -69,15 +68,107 @@ def built_index(keys, factory: str, train_rows: int | None = None, seed: int = 0
             raise InvalidArgument(
                 f"--index {factory}: training on {sample} rows failed ({faiss_message(err)})"
             ) from None
-    timings["train_s"] = round(time.perf_counter() - start, 2)
+    return index, sample, round(time.perf_counter() - start, 2)
+
+
+def filled(index, keys) -> tuple[np.ndarray | None, float]:
+    """(table, seconds): every row of the vector set `keys` added to the trained `index`, in row order;
+    `table` is the keys' float32 rows in memory for re-scoring (None above TABLE_MAX_BYTES)."""
     start = time.perf_counter()
     table = np.empty((keys.n, keys.dim), np.float32) if keys.n * keys.dim * 4 <= TABLE_MAX_BYTES else None
     for key_start, block in keys.blocks():
         index.add(block)
         if table is not None:
             table[key_start : key_start + len(block)] = block
-    timings["add_s"] = round(time.perf_counter() - start, 2)
-    return index, table, sample, timings
+    return table, round(time.perf_counter() - start, 2)
+
+
+def built_index(keys, factory: str, train_rows: int | None = None, seed: int = 0):
+    """(index, table, training rows, {"train_s", "add_s"}): trained_index, then every key added (filled)."""
+    index, sample, train_s = trained_index(keys, factory, train_rows, seed)
+    table, add_s = filled(index, keys)
+    return index, table, sample, {"train_s": train_s, "add_s": add_s}
+
+
+class IndexSearcher:
+    """A filled index over the vector set `keys` and what its results need: each query's `refine` x k
+    candidates re-scored exactly (rescored_topk) and queries left short of k candidates searched exactly."""
+
+    def __init__(self, index, table, keys, factory: str, k: int, refine: int, ef_search: int | None = None):
+        self.index, self.table, self.keys, self.factory = index, table, keys, factory
+        self.k = min(k, keys.n)
+        self.refine, self.ef_search = refine, ef_search
+        self.fetch = min(keys.n, max(self.k, refine * self.k))
+        self.params: dict = {}
+        self.counts = {"exact_fallback_queries": 0, "search_s": 0.0, "refine_s": 0.0}
+
+    def rows_of(self, cand: np.ndarray) -> np.ndarray:
+        """The float32 rows (..., d) of key rows `cand` (row 0 where -1)."""
+        safe = np.maximum(cand, 0)
+        if self.table is not None:
+            return self.table[safe]
+        return self.keys.take(safe.ravel()).reshape(*safe.shape, -1)
+
+    def products(self, q_rows: np.ndarray, cand: np.ndarray) -> np.ndarray | None:
+        """The candidates' float32 products, read in place from the keys in memory (None: not in memory)."""
+        return candidate_products(q_rows, self.table, cand) if self.table is not None else None
+
+    def rescored(self, q_rows: np.ndarray, cand: np.ndarray, approx=None) -> tuple[np.ndarray, np.ndarray]:
+        """The k best of each query's candidates (key rows, -1: none) by exact similarity; `approx`: their
+        products where already computed."""
+        approx = self.products(q_rows, cand) if approx is None else approx
+        return rescored_topk(q_rows, cand, self.k, self.rows_of, approx)
+
+    def set_probe(self, nprobe: int | None, fetch: int | None = None) -> dict:
+        """nprobe and efSearch for the next searches (search_params); returns them."""
+        self.params = search_params(self.index, self.factory, nprobe, self.ef_search, fetch or self.fetch)
+        return self.params
+
+    def tuning_search(self, block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
+        """The re-scored results of `block` at nprobe `probe` (what nprobe tuning tries)."""
+        self.set_probe(probe)
+        return self.rescored(block, self.index.search(block, self.fetch)[1])
+
+    def search(self, queries: np.ndarray, query_block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        """(sims (b, k), rows (b, k)) of the unit rows `queries` at the nprobe last set, best first by exact
+        similarity then key row."""
+        import faiss
+
+        start = time.perf_counter()
+        best_s = np.empty((len(queries), self.k), dtype=np.float32)
+        best_i = np.empty((len(queries), self.k), dtype=np.int64)
+        refine_s = 0.0
+
+        def refine_rows(at: int, q_rows: np.ndarray, c_rows: np.ndarray, approx) -> None:
+            best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = self.rescored(
+                q_rows, c_rows, approx
+            )
+
+        # the candidates' products run on FAISS's OpenMP threads; the selections, gathers and float64 sums
+        # after them release the GIL: with the keys in memory, one thread per core
+        workers = max(1, faiss.omp_get_max_threads()) if self.table is not None else 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for q_start in range(0, len(queries), query_block):
+                q_block = queries[q_start : q_start + query_block]
+                _, cand = self.index.search(q_block, self.fetch)  # (b, fetch) key rows, -1: lists ran out
+                refine_start = time.perf_counter()
+                approx = self.products(q_block, cand)  # (b, fetch), or None
+                jobs = [
+                    (q_start + a, q_block[a : a + REFINE_ROWS], cand[a : a + REFINE_ROWS])
+                    + (None if approx is None else approx[a : a + REFINE_ROWS],)
+                    for a in range(0, len(q_block), REFINE_ROWS)
+                ]
+                list(pool.map(lambda job: refine_rows(*job), jobs))
+                refine_s += time.perf_counter() - refine_start
+        short = np.flatnonzero((best_i < 0).any(axis=1))
+        if len(short):  # rare: an exact search for the queries whose probed lists held fewer than k keys
+            best_s[short], best_i[short], _ = exact_search(
+                UnitRows(queries[short]), self.keys, self.k, "float32"
+            )
+        self.counts["exact_fallback_queries"] += len(short)
+        self.counts["search_s"] += time.perf_counter() - start
+        self.counts["refine_s"] += refine_s  # of search_s: gathering and re-scoring the candidates
+        return best_s, best_i
 
 
 def approximate_search(
@@ -94,73 +185,28 @@ def approximate_search(
     recall_target: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """(sims (nq, k'), rows (nq, k'), info), k' = min(k, keys.n), best first by exact similarity."""
-    import faiss
-
-    k = min(k, keys.n)
     index, table, sample, timings = built_index(keys, factory, train_rows, seed)
+    searcher = IndexSearcher(index, table, keys, factory, k, refine, ef_search)
     lists = ivf_lists(factory)
-    fetch = min(keys.n, max(k, refine * k))
-
-    def rows_of(cand: np.ndarray) -> np.ndarray:
-        """The float32 rows (..., d) of key rows `cand` (row 0 where -1)."""
-        safe = np.maximum(cand, 0)
-        return table[safe] if table is not None else keys.take(safe.ravel()).reshape(*safe.shape, -1)
-
-    def products(q_rows: np.ndarray, cand: np.ndarray) -> np.ndarray | None:
-        """The candidates' float32 products, read in place from the keys in memory (None: not in memory)."""
-        return candidate_products(q_rows, table, cand) if table is not None else None
-
-    def rescored(q_rows: np.ndarray, cand: np.ndarray, approx=None) -> tuple[np.ndarray, np.ndarray]:
-        """The k best of each query's candidates (key rows, -1: none) by exact similarity; `approx`: their
-        products where already computed."""
-        return rescored_topk(q_rows, cand, k, rows_of, products(q_rows, cand) if approx is None else approx)
-
     tuning = None
     if lists and recall_target:  # nprobe not fixed by the user: chosen for the target on sampled queries
-
-        def search_with(block: np.ndarray, probe: int) -> tuple[np.ndarray, np.ndarray]:
-            search_params(index, factory, probe, ef_search, fetch)
-            return rescored(block, index.search(block, fetch)[1])
-
         start_probe = min(nprobe or DEFAULT_NPROBE, lists)
         nprobe, tuning = tune_nprobe(
-            start_probe, lists, recall_target, queries, keys, k, search_with, seed=seed
+            start_probe, lists, recall_target, queries, keys, searcher.k, searcher.tuning_search, seed=seed
         )
         timings["tune_s"] = tuning["seconds"]
-    params = search_params(index, factory, nprobe, ef_search, k * refine)
-    start = time.perf_counter()
-    best_s = np.empty((queries.n, k), dtype=np.float32)
-    best_i = np.empty((queries.n, k), dtype=np.int64)
-    refine_s = 0.0
-
-    def refine_rows(at: int, q_rows: np.ndarray, c_rows: np.ndarray, approx) -> None:
-        best_s[at : at + len(q_rows)], best_i[at : at + len(q_rows)] = rescored(q_rows, c_rows, approx)
-
-    # the candidates' products run on FAISS's OpenMP threads; the selections, gathers and float64 sums
-    # after them release the GIL: with the keys in memory, one thread per core
-    workers = max(1, faiss.omp_get_max_threads()) if table is not None else 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for q_start, q_block in _query_blocks(queries, query_block):
-            _, cand = index.search(q_block, fetch)  # (b, fetch) key rows, -1 where the probed lists ran out
-            refine_start = time.perf_counter()
-            approx = products(q_block, cand)  # (b, fetch), or None
-            subs = range(0, len(q_block), REFINE_ROWS)
-            jobs = [
-                (q_start + a, q_block[a : a + REFINE_ROWS], cand[a : a + REFINE_ROWS])
-                + (None if approx is None else approx[a : a + REFINE_ROWS],)
-                for a in subs
-            ]
-            list(pool.map(lambda job: refine_rows(*job), jobs))
-            refine_s += time.perf_counter() - refine_start
-    short = np.flatnonzero((best_i < 0).any(axis=1))
-    timings["search_s"] = round(time.perf_counter() - start, 2)
-    timings["refine_s"] = round(refine_s, 2)  # of search_s: gathering and re-scoring the candidates
-    if len(short):  # rare: an exact search for the queries whose probed lists held fewer than k keys
-        rows = short
-        best_s[rows], best_i[rows], _ = exact_search(UnitRows(queries.take(rows)), keys, k, "float32")
+    params = searcher.set_probe(nprobe, searcher.k * refine)
+    best_s = np.empty((queries.n, searcher.k), dtype=np.float32)
+    best_i = np.empty((queries.n, searcher.k), dtype=np.int64)
+    for q_start, q_block in queries.blocks():
+        rows = slice(q_start, q_start + len(q_block))
+        best_s[rows], best_i[rows] = searcher.search(q_block, query_block)
+    timings["search_s"] = round(searcher.counts["search_s"], 2)
+    timings["refine_s"] = round(searcher.counts["refine_s"], 2)
     info = {"index": "approximate", "factory": factory, "metric": "inner product", "keys": keys.n}
-    info |= {"nlist": lists, **params, "train_size": sample, "fetched_per_query": fetch, "refine": refine}
-    info |= {"exact_fallback_queries": len(short), "seed": seed, **timings}
+    info |= {"nlist": lists, **params, "train_size": sample, "fetched_per_query": searcher.fetch}
+    info |= {"refine": refine, "exact_fallback_queries": searcher.counts["exact_fallback_queries"]}
+    info |= {"seed": seed, **timings}
     if tuning is not None:
         info["nprobe_tuning"] = tuning
     return best_s, best_i, info
@@ -259,10 +305,3 @@ def search_params(index, factory: str, nprobe: int | None, ef_search: int | None
         params["ef_search"] = max(ef_search or DEFAULT_EF_SEARCH, floor)
         space.set_index_parameter(index, name, params["ef_search"])
     return params
-
-
-def _query_blocks(queries, rows: int):
-    """The query set in blocks of at most `rows` (bounds the re-scoring gather: rows x fetch x dim floats)."""
-    for start, block in queries.blocks():
-        for sub in range(0, len(block), rows):
-            yield start + sub, block[sub : sub + rows]

@@ -71,6 +71,19 @@ def add_mine_parser(sub, positive_int) -> None:
         help="keep pairs scoring at least this (margin: 1.04-1.06)",
     )
     add_index_arguments(mine, positive_int)
+    mine.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="search on N Ray workers, each holding 1/N of the searched side (a Ray on this machine, or the "
+        "cluster of --address; default there: one per CPU share)",
+    )
+    mine.add_argument(
+        "--address",
+        default=None,
+        help="mine on the Ray cluster at this address (ray start --head prints it); shard folders must be "
+        "readable from every node",
+    )
     mine.add_argument("--batch-size", type=positive_int, default=64)
     mine.add_argument("--input-format", choices=("auto", *FORMATS), default="auto")
     mine.add_argument("--text-field", default="text", help="JSONL key / parquet column holding the text")
@@ -193,7 +206,10 @@ def _seed(text: str) -> int:
 def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) -> int:
     """`sentkit mine`: `model` is the name to load (with any @int8 suffix; None to mine encoded shards),
     `load_model` the command line's loader."""
-    from sentkit.mining.mine import MineConfig, MineRequest, mine_files, sidecar_path
+    from sentkit.corpus.cpu_limits import check_local_counts
+    from sentkit.mining.mine import EngineConfig, MineConfig, MineRequest, mine_files, sidecar_path
+
+    check_local_counts(None, args.workers, args.address)  # before any work
 
     index = IndexConfig(
         kind=args.index,
@@ -221,12 +237,21 @@ def run_mine(args: argparse.Namespace, model: str | None, load_model: Callable) 
         batch_size=args.batch_size,
         input_format=args.input_format,
         text_field=args.text_field,
+        engine=EngineConfig(args.address, args.workers),
     )
     summary = mine_files(request, load_model=load_model)
     kinds = {d: summary["index"][d]["factory"] for d in ("forward", "backward")}
     print(
         f"{args.out}: {summary['pairs']} pairs ({summary['candidates']} before the threshold) from "
-        f"{summary['src']['rows']} x {summary['tgt']['rows']} rows; index {kinds['forward']} / {kinds['backward']}; "
+        f"{summary['src']['rows']} x {summary['tgt']['rows']} rows; index {kinds['forward']} / {kinds['backward']}"
+        f"{_engine_note(summary['engine'])}; "
         f"details in {sidecar_path(args.out)}"
     )
     return 0
+
+
+def _engine_note(engine: dict) -> str:
+    """`` on W Ray workers (N nodes)`` for a distributed run, nothing in process."""
+    if engine.get("kind") != "ray":
+        return ""
+    return f" on {engine['workers']} Ray workers ({engine['nodes']} nodes)"

@@ -105,6 +105,10 @@ def key_passes(keys, max_bytes: int | None = None):
     buf, filled, pass_start = None, 0, 0
     for _, block in keys.blocks():
         pos = 0
+        if buf is None and len(block) == min(pass_rows, keys.n - pass_start):  # a whole pass: no copy
+            yield pass_start, np.ascontiguousarray(block, dtype=np.float32)
+            pass_start += len(block)
+            continue
         while pos < len(block):
             if buf is None:
                 buf, filled = np.empty((min(pass_rows, keys.n - pass_start), keys.dim), dtype=np.float32), 0

@@ -20,20 +20,24 @@ from pathlib import Path
 
 import numpy as np
 
-from sentkit.atomic import atomic_text_writer, atomic_write_json, check_writable_file
+from sentkit.atomic import atomic_text_writer, atomic_write_json, check_output_node, check_writable_file
+from sentkit.corpus.encode_run import sigterm_as_interrupt
 from sentkit.corpus.manifest import MANIFEST, ManifestMismatch
 from sentkit.errors import DataWarning, InvalidArgument
+from sentkit.mining.engine_local import LocalEngine
 from sentkit.mining.exact import resolve_device
 from sentkit.mining.exchange import both_exchanged
+from sentkit.mining.knn_run import knn_direction
 from sentkit.mining.margin import DEFAULT_K, candidate_scores
-from sentkit.mining.native_stderr import captured_stderr, pass_through, too_few_training_points
 from sentkit.mining.output_guard import check_outputs
-from sentkit.mining.recall import report_recall
+from sentkit.mining.recall import recall_against, report_recall
 from sentkit.mining.retrieval import select_pairs
-from sentkit.mining.search import IndexConfig, check_index, is_approximate_record, measure_recall, search
+from sentkit.mining.run_identity import run_identity, side_identity
+from sentkit.mining.search import IndexConfig, check_index, is_approximate_record
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
 from sentkit.mining.size_rules import K_MAX, check_index_rows, check_k
 from sentkit.mining.vectors import ShardVectors
+from sentkit.mining.work_folder import MemoryWork, WorkFolder, work_path
 from sentkit.output_lock import exclusive_lock
 from sentkit.provenance import machine_info, package_versions, source_revision
 
@@ -66,26 +70,47 @@ class Mined:
     info: dict
 
 
-def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | None = None) -> Mined:
+def mine(
+    x,
+    y,
+    config: MineConfig = MineConfig(),
+    log: Callable[[str], None] | None = None,
+    engine=None,
+    work=None,
+) -> Mined:
     """Mine pairs between vector sets `x` and `y` (sentkit.mining.vectors); see the module docstring.
-    An approximate index's measured recall goes to `log`, and a low one to a DataWarning."""
+    `engine` searches (engine_local.LocalEngine by default, engine_ray.RayEngine on a Ray cluster), `work`
+    keeps the finished blocks (work_folder.WorkFolder; default: in memory). An approximate index's measured
+    recall goes to `log`, and a low one to a DataWarning."""
     check_index(config.index, x.dim)  # before either search starts
     check_k(config.k, {"src": x.n, "tgt": y.n}, config.scoring)
     check_index_rows(config.index.kind, config.index.nlist, {"src": x.n, "tgt": y.n})
+    engine = engine or LocalEngine()
+    work = work or MemoryWork()
     timings: dict[str, float] = {}
-    start = time.perf_counter()
-    x_sims, x_nn, fwd = _quiet_search(x, y, config)  # (nx, k): y neighbours of each x
-    timings["knn_forward_s"] = round(time.perf_counter() - start, 2)
-    start = time.perf_counter()
-    y_sims, y_nn, bwd = _quiet_search(y, x, config)  # (ny, k): x neighbours of each y
-    timings["knn_backward_s"] = round(time.perf_counter() - start, 2)
+    found = {}
+    for direction, queries, keys in (("forward", x, y), ("backward", y, x)):
+        start = time.perf_counter()
+        found[direction] = knn_direction(direction, queries, keys, config.k, config.index, engine, work, log)
+        timings[f"knn_{direction}_s"] = round(time.perf_counter() - start, 2)
+    (x_sims, x_nn, fwd, fwd_exact), (y_sims, y_nn, bwd, bwd_exact) = found["forward"], found["backward"]
     _warn_about_training({"forward": fwd, "backward": bwd})
     # k is capped by the other side's rows: record the k each direction searched with
     fwd["k"], bwd["k"] = int(x_sims.shape[1]), int(y_sims.shape[1])
     if is_approximate_record(fwd) or is_approximate_record(bwd):
-        (x_sims, x_nn), (y_sims, y_nn) = _completed(
-            x, y, (x_sims, x_nn), (y_sims, y_nn), (fwd, bwd), config.index, timings
-        )
+        start = time.perf_counter()
+        own = (x_sims, x_nn), (y_sims, y_nn)
+        (x_sims, x_nn), (y_sims, y_nn), gained = both_exchanged(x_sims, x_nn, y_sims, y_nn)
+        fwd["from_other_direction"], bwd["from_other_direction"] = gained
+        timings["exchange_s"] = round(time.perf_counter() - start, 2)
+        start = time.perf_counter()
+        for info, exact, sims, nn, lists in (
+            (fwd, fwd_exact, x_sims, x_nn, own[0]),
+            (bwd, bwd_exact, y_sims, y_nn, own[1]),
+        ):
+            if is_approximate_record(info):
+                info["recall"] = recall_against(exact, sims, nn, config.index.seed, index_lists=lists)
+        timings["recall_s"] = round(time.perf_counter() - start, 2)
     report_recall(fwd, "forward", log)
     report_recall(bwd, "backward", log)
     neighbours = (x_sims, x_nn, y_sims, y_nn)
@@ -99,41 +124,12 @@ def mine(x, y, config: MineConfig = MineConfig(), log: Callable[[str], None] | N
     if config.threshold is not None:
         kept = score >= config.threshold
         src, tgt, score = src[kept], tgt[kept], score[kept]
-    return Mined(
-        src, tgt, score, candidates, {"index": {"forward": fwd, "backward": bwd}, "timings": timings}
-    )
-
-
-def _completed(x, y, x_lists, y_lists, infos: tuple[dict, dict], index: IndexConfig, timings: dict):
-    """Both directions' (sims, nn) lists completed by each other's pairs (exchange.py), with the recall of
-    each approximate direction measured on its completed lists and its index's own; counts and seconds
-    go to `infos` (forward, backward) and `timings`."""
-    start = time.perf_counter()
-    (x_sims, x_nn), (y_sims, y_nn), gained = both_exchanged(*x_lists, *y_lists)
-    infos[0]["from_other_direction"], infos[1]["from_other_direction"] = gained
-    timings["exchange_s"] = round(time.perf_counter() - start, 2)
-    start = time.perf_counter()
-    for info, (queries, keys), sims, nn, own in (
-        (infos[0], (x, y), x_sims, x_nn, x_lists),
-        (infos[1], (y, x), y_sims, y_nn, y_lists),
-    ):
-        if is_approximate_record(info):
-            info["recall"] = measure_recall(queries, keys, sims, nn, index, index_lists=own)
-    timings["recall_s"] = round(time.perf_counter() - start, 2)
-    return (x_sims, x_nn), (y_sims, y_nn)
-
-
-def _quiet_search(queries, keys, config: MineConfig) -> tuple[np.ndarray, np.ndarray, dict]:
-    """`search`, with FAISS's k-means warnings (too few training rows) kept off the terminal and added to the
-    index record (the caller says it in one line); any other native output passes through, also on error."""
-    chatter = None
-    try:
-        with captured_stderr() as chatter:
-            sims, nn, info = search(queries, keys, config.k, config.index, recall=False)
-    finally:
-        found, other = too_few_training_points(chatter.lines if chatter else [])
-        pass_through(other)
-    return sims, nn, (info | {"training_warnings": found} if found else info)
+    info = {
+        "index": {"forward": fwd, "backward": bwd},
+        "timings": timings,
+        "resumed_blocks": dict(work.resumed),
+    }
+    return Mined(src, tgt, score, candidates, info)
 
 
 def _warn_about_training(index: dict) -> None:
@@ -171,6 +167,37 @@ def _cell(text: str) -> str:
 
 
 # ---- the command: two sides in, pairs and a sidecar out ------------------------------------------------------
+class MiningInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during the k-NN searches: the finished blocks stay in the work folder (the CLI prints
+    the message and exits `exit_code`: 130, or 143 for SIGTERM)."""
+
+    def __init__(self, message: str, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Where the k-NN searches run: on the Ray cluster at `address`, or on a Ray started here with `workers`
+    key-part workers (engine_ray.py); neither: in this process (engine_local.py)."""
+
+    address: str | None = None
+    workers: int | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return bool(self.address or self.workers)
+
+
+def make_engine(config: EngineConfig | None, exact_device: str = "auto"):
+    """The engine `config` names (engine_local.LocalEngine when it names none)."""
+    if config is None or not config.distributed:
+        return LocalEngine()
+    from sentkit.mining.engine_ray import RayEngine
+
+    return RayEngine(config.address, config.workers, device=exact_device)
+
+
 @dataclass
 class MineRequest:
     src: str
@@ -181,6 +208,7 @@ class MineRequest:
     batch_size: int = 64
     input_format: str = "auto"
     text_field: str = "text"
+    engine: EngineConfig | None = None
 
 
 def sidecar_path(out: str | Path) -> Path:
@@ -201,6 +229,7 @@ def mine_files(
     for path in (request.out, sidecar_path(request.out)):
         check_writable_file(path)
     check_outputs("--out", request.out, sidecar_path(request.out), list(paths.values()))
+    check_output_node(work_path(request.out), "directory")  # where a run keeps its finished blocks
     with output_lock(request.out):
         return _mine_locked(request, paths, load_model, log)
 
@@ -292,10 +321,35 @@ def _mine_locked(
         if skipped[name]["blank_rows"] or skipped[name]["zero_vector_rows"]:
             log(f"{paths[name]}: {_skipped_line(skipped[name])} not mined")
     x, y = sides["src"], sides["tgt"]
-    mined = mine(x, y, request.config, log)
-    start = time.perf_counter()
-    write_pairs(request.out, mined, x, y)
-    timings |= mined.info["timings"] | {"write_s": round(time.perf_counter() - start, 2)}
+    identities = {name: side_identity(paths[name], folders.get(name), request.input_format) for name in paths}
+    engine = make_engine(request.engine, request.config.index.exact_device)
+    try:
+        parts = getattr(engine, "workers", 1)
+        rows = {"src": x.n, "tgt": y.n}
+        identity = run_identity(
+            identities, fingerprint or x.model.get("fingerprint"), request.config, rows, x.dim, parts
+        )
+        work = WorkFolder(request.out, identity, log)
+        try:
+            with sigterm_as_interrupt():
+                mined = mine(x, y, request.config, log, engine=engine, work=work)
+        except KeyboardInterrupt as err:
+            work.discard_if_empty()
+            kept = work.finished_blocks()
+            where = f"{kept} finished query blocks kept in {work.path}: rerun the same command to resume"
+            raise MiningInterrupted(
+                f"interrupted; {where}" if kept else "interrupted before any query block finished",
+                getattr(err, "exit_code", 130),
+            ) from None
+        except BaseException:
+            work.discard_if_empty()
+            raise
+        start = time.perf_counter()
+        write_pairs(request.out, mined, x, y)
+        timings |= mined.info["timings"] | {"write_s": round(time.perf_counter() - start, 2)}
+        engine_record = engine.record()
+    finally:
+        engine.shutdown()
     import faiss
 
     def side_record(name: str, vectors) -> dict:
@@ -310,6 +364,8 @@ def _mine_locked(
         "model": {"name": x.model.get("name"), "fingerprint": x.model.get("fingerprint"), "dim": x.dim},
         "config": _config_record(request.config, mined.info["index"]),
         "index": mined.info["index"],
+        "engine": engine_record,
+        "resumed_blocks": mined.info["resumed_blocks"],
         "candidates": mined.candidates,
         "pairs": len(mined.src),
         "timings": timings,
@@ -320,6 +376,7 @@ def _mine_locked(
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     atomic_write_json(sidecar_path(request.out), sidecar)
+    work.remove()
     return sidecar
 
 

@@ -50,16 +50,21 @@ def tune_nprobe(
     search_with: Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]],
     sample: int = TUNE_QUERIES,
     seed: int = 0,
+    exact: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> tuple[int, dict]:
     """(nprobe, record): choose_nprobe on `sample` queries drawn with a stream of `seed` other than the
-    recall check's; `search_with(query_rows, nprobe)` runs the index (re-scored) on those rows."""
+    recall check's; `search_with(query_rows, nprobe)` runs the index (re-scored) on those rows, `exact(query
+    rows)` gives their exact (sims, rows) (default: a float32 exact search over `keys` here)."""
     from sentkit.mining.exact import UnitRows, exact_search
     from sentkit.mining.recall import found_share, sampled_queries
 
     began = time.perf_counter()
     rows = sampled_queries(queries.n, sample, [seed, 1])
     block = queries.take(rows)
-    exact_s, _, _ = exact_search(UnitRows(block), keys, k, "float32")
+    if exact is None:
+        exact_s, _, _ = exact_search(UnitRows(block), keys, k, "float32")
+    else:
+        exact_s, _ = exact(block)
     kth = exact_s[:, -1]
 
     def recall_at(probe: int) -> float:

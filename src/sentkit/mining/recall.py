@@ -52,9 +52,20 @@ def sampled_recall(
     picked = sampled_queries(queries.n, sample, seed)
     start = time.perf_counter()
     exact_s, exact_i, info = exact_search(UnitRows(queries.take(picked)), keys, k, dtype, device)
-    seconds = time.perf_counter() - start
+    exact = {"picked": picked, "sims": exact_s, "rows": exact_i, "seconds": time.perf_counter() - start}
+    exact |= {"dtype": info["dtype"], "device": info["device"]}
+    return recall_against(exact, sims, rows, seed, index_lists)
+
+
+def recall_against(
+    exact: dict, sims: np.ndarray, rows: np.ndarray, seed: int, index_lists: tuple | None = None
+) -> dict:
+    """The recall record of the lists `sims`, `rows` against the exact neighbours of the sampled queries in
+    `exact` ({"picked", "sims", "rows", "seconds", "dtype", "device"}; sampled_recall, or a search spread over
+    key parts: knn_run.py)."""
+    picked, exact_s, exact_i = exact["picked"], exact["sims"], exact["rows"]
     record = {
-        "k": k,
+        "k": rows.shape[1],
         "recall_at_k": round(found_share(sims[picked], rows[picked], exact_s[:, -1]), 4),
         "recall_at_1": round(float(np.mean(rows[picked, 0] == exact_i[:, 0])), 4),
     }
@@ -64,9 +75,9 @@ def sampled_recall(
     return record | {
         "queries": len(picked),
         "seed": seed,
-        "exact_dtype": info["dtype"],
-        "exact_device": info["device"],
-        "exact_s": round(seconds, 2),
+        "exact_dtype": exact["dtype"],
+        "exact_device": exact["device"],
+        "exact_s": round(exact["seconds"], 2),
     }
 
 

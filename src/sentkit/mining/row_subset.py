@@ -30,7 +30,11 @@ class RowSubset:
 
     def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
         start = 0
-        for first, block in self.vectors.blocks():
+        if not len(self.kept):
+            return
+        between = getattr(self.vectors, "blocks_between", None)  # only the blocks holding kept rows
+        blocks = between(int(self.kept[0]), int(self.kept[-1]) + 1) if between else self.vectors.blocks()
+        for first, block in blocks:
             lo, hi = np.searchsorted(self.kept, [first, first + len(block)])
             if hi > lo:
                 yield start, np.ascontiguousarray(block[self.kept[lo:hi] - first])  # (hi - lo, dim)

@@ -64,7 +64,9 @@ class ArrayVectors:
 class ShardVectors:
     """A finished `sentkit encode --shard-size` folder: vectors shard by shard, texts from its inputs."""
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path, verify: bool = True) -> None:
+        """`verify=False`: the vectors only, for a process reading rows a verified reader has already
+        checked (a mining worker's key part): no input file is opened and `ids`/`texts` are not offered."""
         self.folder = Path(folder)
         manifest = Manifest.load(self.folder)
         if manifest is None:
@@ -75,6 +77,13 @@ class ShardVectors:
             raise ManifestMismatch(
                 f"{self.folder}: the encode run has not finished (rerun the same sentkit encode to complete it)"
             )
+        self.manifest = manifest
+        self.model = dict(manifest.data["model"])
+        self.format = manifest.settings.format
+        self.shards = manifest.shards
+        self.offsets = np.cumsum([0] + [s["rows"] for s in self.shards])  # (shards + 1,) first global row
+        if not verify:
+            return
         manifest.check_covered()
         manifest.check_shard_files()
         # each input must be the file its shards were encoded from: by its recorded identity when that is
@@ -83,16 +92,11 @@ class ShardVectors:
             {k: e.get(k) for k in IDENTITY_KEYS} if manifest.input_unchanged(i) else manifest.verify_texts(i)
             for i, e in enumerate(manifest.data["inputs"])
         ]
-        self.manifest = manifest
-        self.model = dict(manifest.data["model"])
-        self.format = manifest.settings.format
-        self.shards = manifest.shards
         # ids keep the path as the encode run was given it; the texts are read from the resolved path, so
         # mining works from any working directory
         self.inputs = [InputFile(e["path"], e["format"]) for e in manifest.data["inputs"]]
         self._readable = [InputFile(e["resolved"], e["format"]) for e in manifest.data["inputs"]]
         self.text_field = manifest.settings.text_field
-        self.offsets = np.cumsum([0] + [s["rows"] for s in self.shards])  # (shards + 1,) first global row
 
     @property
     def n(self) -> int:
@@ -103,8 +107,21 @@ class ShardVectors:
         return int(self.model["dim"])
 
     def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        return self.blocks_between(0, self.n)
+
+    def blocks_between(self, first: int, stop: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, unit rows) of rows first..stop-1, shard by shard: only the shards holding them are
+        read (a key part of a mining worker reads its own rows)."""
         for offset, shard in zip(self.offsets, self.shards):
-            yield int(offset), normalized(self._shard(shard))
+            end = int(offset) + shard["rows"]
+            if end <= first or offset >= stop:
+                continue
+            lo, hi = max(first, int(offset)), min(stop, end)
+            matrix = self._shard(shard, whole=(lo, hi) == (int(offset), end))
+            part = matrix[lo - int(offset) : hi - int(offset)]
+            if (lo, hi) != (int(offset), end):
+                check_finite(part, self.folder / shard["name"], rows=np.arange(lo, hi) - int(offset))
+            yield lo, normalized(part)
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
