@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sentkit.corpus.identity import file_identity
 from sentkit.corpus.readers import input_files
-from sentkit.mining.key_part import EXACT_KINDS
 from sentkit.mining import knn_run
+from sentkit.mining.key_part import EXACT_KINDS
 from sentkit.mining.search import resolve_kind
 
 
