@@ -55,14 +55,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import provenance, write_result
-from sentkit.mining.approximate import TRAIN_MAX, TRAIN_MIN, TRAIN_PER_LIST
-from sentkit.mining.index_spec import FASTSCAN_REFINE, fastscan_nlist
+from sentkit.mining.index_spec import FASTSCAN_REFINE, fastscan_nlist, fastscan_pq_m
 from sentkit.mining.recall import RECALL_QUERIES
+from sentkit.mining.search import IndexConfig, approximate_knobs
 
 OUT = Path(__file__).resolve().parent / "out" / "mine_cost_model.json"
 FROM = Path(__file__).resolve().parent / "out" / "mine_distributed.json"
 KMEANS_ITERATIONS = 10  # FAISS trains an IVF's coarse quantizer with 10 k-means iterations (its cp.niter)
 ID_BYTES = 8  # FAISS stores an int64 id beside each code
+# the coarse ranking and the re-scoring are query x key x dim products: priced at exact search's fitted cost,
+# else at the recall check's (an exact search of sampled queries, the same products)
+PRODUCT_COST_FROM = ("search_flat", "recall")
+EXCHANGE_BYTES_PER_ENTRY = 34  # exchange.exchanged's index arrays per (n, k) list entry: driver_bytes_per_row
 RECALL_TARGET = 0.95
 SIZES = (100_000_000, 1_000_000_000)
 DIMS = (384, 1024)
@@ -83,7 +87,7 @@ STAGES = {
     "margin_retrieval": Stage("exchange, margins, retrieval, TSV", "row", "driver"),
     "io": Stage("reading both sides", "byte", "driver"),
     "transfer": Stage("query blocks to workers", "byte", "driver"),
-    "recall": Stage("recall check (exact, sampled queries)", "query x key x dim", "driver_cores"),
+    "recall": Stage("recall check (exact, sampled queries)", "query x key x dim", "workers"),
 }
 
 PUBLISHED = [
@@ -245,10 +249,11 @@ def nprobe_anchor(runs: list[dict]) -> dict:
 
 
 # ---- the projection --------------------------------------------------------------------------------------
-def part_index(part_rows: int, anchor: dict, scaling: str) -> dict:
-    """The IVF fast-scan index of one key part: lists (sentkit's preset), lists probed (`scaling` from the
-    anchor), training rows (sentkit's rule)."""
-    lists = fastscan_nlist(part_rows)
+def side_index(n: int, dim: int, anchor: dict, scaling: str) -> dict:
+    """The IVF fast-scan index of one direction's searched side of n rows, as sentkit's `ivf-fastscan` preset
+    builds it: lists of the whole side (trained once by the driver and shared by every key part), lists
+    probed (`scaling` from the anchor), training rows (search.approximate_knobs' rule for the preset)."""
+    lists = fastscan_nlist(n)
     if scaling == "fraction":
         probes = anchor["nprobe"] / anchor["nlist"] * lists
     elif scaling == "sqrt":
@@ -256,15 +261,29 @@ def part_index(part_rows: int, anchor: dict, scaling: str) -> dict:
     else:
         raise ValueError(f"nprobe scaling must be fraction or sqrt, got {scaling!r}")
     probes = min(lists, max(1, math.ceil(probes)))
-    train = min(part_rows, TRAIN_MAX, max(TRAIN_MIN, TRAIN_PER_LIST * lists))
-    return {"part_rows": part_rows, "nlist": lists, "nprobe": probes, "train_rows": train}
+    factory = f"IVF{lists},PQ{fastscan_pq_m(dim)}x4fs"
+    train = approximate_knobs(IndexConfig(kind="ivf-fastscan"), factory, n)["train_rows"]
+    return {"rows": n, "nlist": lists, "nprobe": probes, "train_rows": train, "factory": factory}
+
+
+def product_cost(costs: dict) -> tuple[str | None, float | None]:
+    """(stage, core-seconds) of one query x key x dim product, which prices the coarse ranking and the
+    re-scoring: exact search's fitted cost, else the recall check's (the same exact products, on sampled
+    queries), else (None, None)."""
+    for stage in PRODUCT_COST_FROM:
+        if stage in costs:
+            return stage, costs[stage]["core_s_per_unit"]
+    return None, None
 
 
 def driver_bytes_per_row(k: int) -> float:
-    """The driver's bytes per row of one side: both directions' (n, k) similarities (float32) and rows
-    (int64), once more while the two complete each other, the (n, k) margins, and about 64 bytes of retrieval
-    arrays."""
-    return 2 * k * (4 + 8) * 2 + 2 * k * 4 + 64
+    """The driver's peak bytes per row of one side: both directions' (n, k) similarities (float32) and rows
+    (int64), read from the work folder's memory maps, and their completed copies (exchange.exchanged); on
+    top, the larger of the second completion's index arrays (a bool mask, two int64 arrays from np.nonzero,
+    the gathered int64 rows, float32 similarities and k-th similarities, a bool filter: 34 bytes an entry)
+    and what follows it: the (n, k) float32 margins both ways and about 64 bytes of retrieval arrays."""
+    lists = 2 * k * (4 + 8)
+    return 2 * lists + max(EXCHANGE_BYTES_PER_ENTRY * k, 2 * k * 4 + 64)
 
 
 def project(
@@ -279,40 +298,53 @@ def project(
     k: int = 4,
     worker_base_gib: float = 1.0,
 ) -> dict:
-    """Seconds per stage, wall seconds and memory of mining n x n rows at `dim` on `nodes` nodes (one key part
-    each); stages without a fitted cost are listed under `not_fitted`."""
-    part = part_index(math.ceil(n / nodes), anchor, scaling)
-    cb = dim / 4  # the preset's 4-bit codes: d/2 sub-quantizers
+    """Units and seconds per stage, wall seconds and memory of mining n x n rows at `dim` on `nodes` nodes (one
+    key part each, sharing one index per direction); stages without a cost are listed under `not_fitted`."""
+    index = side_index(n, dim, anchor, scaling)
+    lists, part_rows = index["nlist"], math.ceil(n / nodes)
+    cb = code_bytes(index["factory"], dim)
+    fetch = FASTSCAN_REFINE * k  # candidates each part re-scores per query
     units = {  # both directions
-        "build": 2 * dim * part["nlist"] * (KMEANS_ITERATIONS * part["train_rows"] * nodes + n),
-        "search": 2 * n * part["nprobe"] * n / part["nlist"] * cb,
+        "train": 2 * KMEANS_ITERATIONS * index["train_rows"] * lists * dim,  # on the driver
+        "add": 2 * n * lists * dim,  # every key to its list, spread over the workers
+        "coarse": 2 * n * nodes * lists * dim,  # every part ranks every query against every centroid
+        "search": 2 * n * index["nprobe"] * n / lists * cb,  # the parts' shares of the probed lists
+        "refine": 2 * n * nodes * fetch * dim,  # every part re-scores its own candidates
         "merge": 2 * n * nodes,
         "margin_retrieval": 2 * n,
         "io": 2 * n * dim * 4,
         "transfer": 2 * n * dim * 4,
         "recall": 2 * RECALL_QUERIES * n * dim,
     }
+    product_stage, product = product_cost(costs)
+    per_unit = {stage: cost["core_s_per_unit"] for stage, cost in costs.items()}
+    per_unit |= {"coarse": product, "refine": product}
     cores = {"workers": nodes * node_cores, "driver": 1, "driver_cores": node_cores}
     seconds, missing = {}, []
+    if "build" in per_unit:  # training on the driver's cores, then adding spread over the workers'
+        seconds["build"] = per_unit["build"] * (units["train"] / node_cores + units["add"] / cores["workers"])
+    else:
+        missing.append("build")
     for stage, unit in units.items():
-        if stage not in costs:
+        if stage in ("train", "add"):
+            continue
+        if per_unit.get(stage) is None:
             missing.append(stage)
             continue
-        seconds[stage] = costs[stage]["core_s_per_unit"] * unit / cores[STAGES[stage].where]
+        where = "workers" if stage in ("coarse", "refine") else STAGES[stage].where
+        seconds[stage] = per_unit[stage] * unit / cores[where]
     # every node receives every query block once (not fitted: the assumed network)
     seconds["network"] = 2 * n * dim * 4 / (network_gbit * 1e9 / 8)
     wall = sum(seconds.values())
-    worker_bytes = part["part_rows"] * (4 * dim + cb + ID_BYTES) + part["nlist"] * dim * 4
+    worker_bytes = part_rows * (4 * dim + cb + ID_BYTES) + lists * dim * 4
     dominant = max(seconds, key=seconds.get)
     return {
         "rows_a_side": n,
         "dim": dim,
         "nodes": nodes,
-        "index_per_part": {
-            **part,
-            "factory": f"IVF{part['nlist']},PQ{dim // 2}x4fs",
-            "refine": FASTSCAN_REFINE,
-        },
+        "index": {**index, "part_rows": part_rows, "refine": FASTSCAN_REFINE, "fetched_per_part": fetch},
+        "units": units,
+        "products_priced_by": product_stage,
         "seconds": {stage: round(s, 1) for stage, s in seconds.items()},
         "wall_s": round(wall, 1),
         "wall_h": round(wall / 3600, 2),
@@ -325,9 +357,10 @@ def project(
 
 
 def nodes_for_memory(n: int, dim: int, node_gib: float, usable: float = 0.85, base_gib: float = 1.0) -> int:
-    """Fewest nodes whose parts (float32 rows for re-scoring, codes, ids) fit `usable` of a node's memory."""
-    per_row = 4 * dim + dim / 4 + ID_BYTES
-    room = node_gib * usable - base_gib
+    """Fewest nodes whose parts (float32 rows for re-scoring, codes, ids) and copy of the shared coarse
+    quantizer fit `usable` of a node's memory."""
+    per_row = 4 * dim + fastscan_pq_m(dim) / 2 + ID_BYTES
+    room = node_gib * usable - base_gib - fastscan_nlist(n) * dim * 4 / 2**30
     return max(1, math.ceil(n * per_row / 2**30 / room))
 
 

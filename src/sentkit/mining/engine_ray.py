@@ -13,7 +13,8 @@ a worker holds its part, the driver a few query blocks and the (n, k) neighbour 
 A worker that dies (out of memory, killed, a lost node) is restarted by Ray, which reads its part again, and
 its unfinished searches are retried, at most RETRIES times; beyond that the run stops with the finished
 blocks kept in the work folder, and the same command resumes it. Workers ask Ray for the CPUs (and GPUs)
-of corpus.engine_ray.ray_layout: one per GPU where there are GPUs and the exact search may use them.
+of corpus.engine_ray.ray_layout: `workers` as asked, else one per GPU where there are GPUs and the exact
+search may use them, else one per node (as many as the smallest node's CPUs hold), threads one per CPU.
 """
 
 from __future__ import annotations
@@ -121,7 +122,11 @@ class RayEngine:
                 nodes = [n for n in self.ray.nodes() if n.get("Alive")]
             node_cpus = [n["Resources"].get("CPU", 0.0) for n in nodes]
             gpus = sum(n["Resources"].get("GPU", 0.0) for n in nodes)
-            self.layout = ray_layout(node_cpus, gpus, workers, None, device)
+            # without --workers, one worker per node (as many as the smallest node's CPUs hold), each running
+            # a thread per CPU: every key part ranks each query against every list's centroid, so fewer,
+            # larger parts do less of that repeated work than one part per CPU would
+            threads = None if workers else max(1, int(min((c for c in node_cpus if c > 0), default=1)))
+            self.layout = ray_layout(node_cpus, gpus, workers, threads, device)
         except BaseException:
             self.shutdown()
             raise

@@ -28,10 +28,10 @@ from sentkit.mining.engine_local import LocalEngine
 from sentkit.mining.exact import resolve_device
 from sentkit.mining.exchange import both_exchanged
 from sentkit.mining.knn_run import knn_direction
-from sentkit.mining.margin import DEFAULT_K, candidate_scores
+from sentkit.mining.margin import DEFAULT_K, best_proposals
 from sentkit.mining.output_guard import check_outputs
 from sentkit.mining.recall import recall_against, report_recall
-from sentkit.mining.retrieval import select_pairs
+from sentkit.mining.retrieval import select_proposals
 from sentkit.mining.run_identity import run_identity, side_identity
 from sentkit.mining.search import IndexConfig, check_index, is_approximate_record
 from sentkit.mining.sides import encode_text_side, read_text_side, without_unmined_rows
@@ -115,10 +115,10 @@ def mine(
     report_recall(bwd, "backward", log)
     neighbours = (x_sims, x_nn, y_sims, y_nn)
     start = time.perf_counter()
-    x_scores, y_scores = candidate_scores(neighbours, config.scoring)
+    proposals = best_proposals(neighbours, config.scoring)  # (n,) arrays: the lists may stay on disk
     timings["score_s"] = round(time.perf_counter() - start, 2)
     start = time.perf_counter()
-    src, tgt, score = select_pairs(neighbours, x_scores, y_scores, config.retrieval)
+    src, tgt, score = select_proposals(proposals, config.retrieval)
     timings["select_s"] = round(time.perf_counter() - start, 2)
     candidates = len(src)
     if config.threshold is not None:

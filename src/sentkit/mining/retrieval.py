@@ -13,22 +13,33 @@ import numpy as np
 from sentkit.mining.margin import Neighbours
 
 RETRIEVALS = ("max", "intersect", "union", "forward", "backward")
+CHUNK = 1 << 20  # proposals matched at a time by the one-to-one loop
 
 
 def select_pairs(
     neighbours: Neighbours, x_scores: np.ndarray, y_scores: np.ndarray, retrieval: str = "max"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x rows, y rows, scores) of the retrieved pairs, best score first (ties keep proposal order)."""
-    if retrieval not in RETRIEVALS:
-        raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}, got {retrieval!r}")
     _, x_nn, _, y_nn = neighbours
     nx, ny = len(x_scores), len(y_scores)
     x_best = x_scores.argmax(axis=1)  # (nx,) column of each x's best neighbour
     y_best = y_scores.argmax(axis=1)  # (ny,)
-    fwd_trg = x_nn[np.arange(nx), x_best]  # (nx,) the y each x proposes
-    bwd_src = y_nn[np.arange(ny), y_best]  # (ny,) the x each y proposes
-    fwd_score = x_scores[np.arange(nx), x_best]
-    bwd_score = y_scores[np.arange(ny), y_best]
+    proposals = (
+        x_nn[np.arange(nx), x_best],  # (nx,) the y each x proposes
+        x_scores[np.arange(nx), x_best],
+        y_nn[np.arange(ny), y_best],  # (ny,) the x each y proposes
+        y_scores[np.arange(ny), y_best],
+    )
+    return select_proposals(proposals, retrieval)
+
+
+def select_proposals(proposals: tuple[np.ndarray, ...], retrieval: str = "max") -> tuple[np.ndarray, ...]:
+    """(x rows, y rows, scores) retrieved from each row's proposal (margin.best_proposals: fwd_trg, fwd_score,
+    bwd_src, bwd_score), best score first (ties keep proposal order)."""
+    if retrieval not in RETRIEVALS:
+        raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}, got {retrieval!r}")
+    fwd_trg, fwd_score, bwd_src, bwd_score = proposals
+    nx, ny = len(fwd_trg), len(bwd_src)
     if retrieval == "forward":
         return _sorted(np.arange(nx), fwd_trg, fwd_score)
     if retrieval == "backward":
@@ -53,12 +64,13 @@ def _one_to_one(src, trg, score, order) -> tuple[np.ndarray, np.ndarray, np.ndar
     seen_src = np.zeros(int(src.max(initial=-1)) + 1, dtype=bool)
     seen_trg = np.zeros(int(trg.max(initial=-1)) + 1, dtype=bool)
     keep = []
-    for i in order.tolist():
-        s, t = src[i], trg[i]
-        if seen_src[s] or seen_trg[t]:
-            continue
-        seen_src[s] = seen_trg[t] = True
-        keep.append(i)
+    for start in range(0, len(order), CHUNK):  # Python ints for a chunk at a time, not for every proposal
+        chunk = order[start : start + CHUNK]
+        for i, s, t in zip(chunk.tolist(), src[chunk].tolist(), trg[chunk].tolist()):
+            if seen_src[s] or seen_trg[t]:
+                continue
+            seen_src[s] = seen_trg[t] = True
+            keep.append(i)
     keep = np.array(keep, dtype=np.int64)
     return src[keep].astype(np.int64), trg[keep].astype(np.int64), score[keep]
 
