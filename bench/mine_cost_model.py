@@ -4,40 +4,61 @@
 
 | stage | seconds (sidecar timings) | unit | runs on |
 |---|---|---|---|
-| build | index_build_*_s, else the index record's train_s + add_s | a key, or a training row x 10 k-means iterations, against one list centroid, per dim | all workers' cores |
+| build | index_build_*_s, else the index record's train_s + add_s | a key, or a training row x 10 k-means iterations, against one list centroid, per dim | training: the driver's node's cores; adding: all workers' cores |
 | search | knn_*_s less build, merge and transfer | a byte of 4-bit codes scanned (a query's probe of one list, weighted by the list's codes) | all workers' cores |
 | search_flat | the same, for exact search | a query x key x dim product | all workers' cores |
 | merge | merge_s | a query x key part (partial top-k lists merged) | the driver, one core |
 | margin_retrieval | exchange_s + score_s + select_s + write_s | a row (both sides) | the driver, one core |
 | io | skip_scan_src_s + skip_scan_tgt_s | a byte of vectors read (both sides) | the driver, one core |
 | transfer | transfer_s | a byte of query blocks read and put for the workers | the driver, one core |
-| recall | recall_s | a sampled query x key x dim product (1,000 queries) | the driver's cores |
-
-A search's coarse stage (each query against every centroid) and its refine (64 x k candidates re-scored per
-query) are folded into the per-byte scan cost: at 1M rows they were about 6% and 10% of the search
-(docs/lab/mining-indexes.md) and they grow more slowly than the scan, so the projection overstates search by
-at most that much.
+| recall | recall_s | a sampled query x key x dim product (1,000 queries) | all workers' cores (every part searches them) |
+| coarse, refine | not timed: priced at search_flat's cost, else recall's | a query x key x dim product | all workers' cores |
 
 **Fit.** Least squares through the origin, one cost per stage: a run contributes (seconds, units / cores) and
 the cost is sum(u t) / sum(u^2), in core-seconds per unit; cores are the host's (in process), or the workers'
 CPUs capped at the host's cores (Ray: a simulated cluster of more one-CPU nodes than cores gets the cores).
 A stage no run timed has no cost and is left out of the projection (said in the output).
 
-**Projection** (per side n, dim d, nodes of `--node-cores` cores and `--node-gib` GiB): keys split into one part
-per node, each an IVF fast-scan index as sentkit's `ivf-fastscan` preset builds it for n/nodes rows (lists the
-power of two nearest 2 sqrt(rows), 4-bit codes of d/4 bytes a row, 64 x k candidates re-scored). Recall@4 >=
-0.95 is assumed to hold when each part probes (`--nprobe-scaling`) `fraction`: the same share of its lists as
-the fitted runs' index did (conservative: the codes scanned per query grow with n; the measured recall is
-printed), or `sqrt`: nprobe growing with the square root of the lists (optimistic: codes per query grow with
-sqrt(n); recall at that scale is not measured). Each worker keeps its part's float32 rows in memory for
-re-scoring (sentkit today caps that table at 2 GiB and reads candidates back from the shards above it, which
-this model does not cover); the driver keeps both directions' k-NN lists. Query blocks reach every node over
-a network of `--network-gbit` (not fitted: an assumption). Both directions run one after the other. Memory
-per node and the node count follow from the part sizes; a second node count meets `--target-hours`.
+**Projection** (per side n, dim d, nodes of `--node-cores` cores and `--node-gib` GiB), the layout of `sentkit
+mine --workers/--address` (mining/knn_run.py, key_part.py, engine_ray.py): each direction's searched side is
+split into one part of consecutive rows per node. The driver trains ONE IVF fast-scan index for the whole side
+as the `ivf-fastscan` preset builds it (lists the power of two nearest 2 sqrt(n), 4-bit codes of d/4 bytes,
+trained on max(65,536, 39 per list) rows, at most n) on its own node's cores, and every node adds its part's
+keys to a copy: the parts share the lists, each holding about 1/nodes of every list's codes. Every query block
+goes to every part; per query, each part (a) ranks it against all the lists' centroids, (b) scans its share of
+the nprobe probed lists, (c) re-scores its own 64 x k candidates exactly; the driver merges the partial top-k
+lists. So the codes scanned per query, summed over the parts, are one index's (nprobe x n / lists) whatever the
+node count; what grows with the nodes is the replicated coarse ranking (n x nodes x lists x d products a
+direction) and re-scoring (n x nodes x 64k x d) and the merge (n x nodes): their wall time on nodes x cores
+does not fall as nodes are added (the merge's rises). Recall@4 >= 0.95 is assumed to hold when the shared
+index probes `fraction`: the same share of its lists as the fitted runs' index did (conservative: the codes
+scanned per query grow with n; the measured recall is printed), or `sqrt`: nprobe growing with the square root
+of the lists (optimistic: codes per query grow with sqrt(n); recall at that scale is not measured); both are
+projected. Each part re-scores 64 x k candidates of its own, more than one index over the whole side fetches,
+so recall is at least that index's at the same nprobe (key_part.py).
 
-Keys split by rows make every query visit every part, so a part's lists shrink as nodes are added and the
-`sqrt` scenario's saving fades once parts are about the anchor's size (a layout that sends a query only to the
-nodes holding its probed lists of one shared index would keep it; not modelled).
+At 1B rows x 1024 dims on 64-core nodes (65,536 lists; the anchor below), the coarse ranking is a floor of
+2 n lists d / 64 products per core, 38.5 h whatever the node count, while the scan falls with the nodes: at
+the 19 nodes the memory needs it is 646 h (`fraction`, 1,024 lists probed) or 115 h (`sqrt`, 182), and it
+drops to the coarse stage's 38.5 h at 319 and 57 nodes; past those counts more nodes no longer shorten the
+run, and no count meets a 24 h target (a layout that ranks the centroids once per query and sends each part
+the probed list numbers would remove the floor; not modelled).
+
+The coarse ranking and the re-scoring are also inside the anchor's fitted per-byte search cost, so they are
+counted twice: at docs/results/mine_e2e_B_1m_probe.json (1M, 2,048 lists, nprobe 32) the coarse ranking priced
+this way is 26 s of a direction's 265 s search (10%; docs/lab/mining-indexes.md counts 1.6e12 FLOP, about 5%
+at that host's 116 GFLOP/s) and the re-scoring measured 59 s (refine_s, 22%), and the per-byte cost scales that
+share with the codes scanned: an overstatement of the search by at most that share. The re-scoring gathers
+candidate rows, far slower per product than a GEMM (priced as products the anchor's would take 3 s, not 59 s):
+the refine stage alone understates by about 18 times (0.15 h at 1B x 1024, so about 3 h).
+
+Each worker keeps its part's float32 rows in memory for re-scoring (sentkit today caps that table at 2 GiB and
+reads candidates back from the shards above it, which this model does not cover), its codes and ids, and one
+copy of the shared coarse quantizer (lists x d float32). The driver holds both directions' (n, k) lists (memory
+maps in the work folder, read in after the searches), their completed copies and the exchange's or the
+margins' arrays (driver_bytes_per_row). Query blocks reach every node over a network of `--network-gbit` (not
+fitted: an assumption). Both directions run one after the other. Memory per node and the node count follow
+from the part sizes; a second node count meets `--target-hours`.
 
     python -m bench.mine_cost_model [--from bench/out/mine_distributed.json] [--out bench/out/mine_cost_model.json]
     python -m bench.mine_cost_model --from docs/results/mine_e2e_B_1m_probe.json --dim 384   # one e2e run
@@ -76,7 +97,7 @@ DIMS = (384, 1024)
 class Stage:
     what: str
     unit: str
-    where: str  # "workers": every worker core; "driver": one core; "driver_cores": the driver's node's cores
+    where: str  # "workers": every worker core; "driver": one core
 
 
 STAGES = {
@@ -322,7 +343,8 @@ def project(
     cores = {"workers": nodes * node_cores, "driver": 1, "driver_cores": node_cores}
     seconds, missing = {}, []
     if "build" in per_unit:  # training on the driver's cores, then adding spread over the workers'
-        seconds["build"] = per_unit["build"] * (units["train"] / node_cores + units["add"] / cores["workers"])
+        train = units["train"] / cores["driver_cores"]
+        seconds["build"] = per_unit["build"] * (train + units["add"] / cores["workers"])
     else:
         missing.append("build")
     for stage, unit in units.items():
@@ -366,8 +388,8 @@ def nodes_for_memory(n: int, dim: int, node_gib: float, usable: float = 0.85, ba
 
 def nodes_for_time(n: int, dim: int, target_s: float, fixed: dict, max_nodes: int = 1 << 20) -> int | None:
     """Fewest nodes (at least the memory's) that finish within target_s, None where no count does. Wall time
-    is a/nodes + b + c nodes (the driver merges one partial list per node), so it falls to a minimum and rises
-    again: nodes double until the target is met (then bisect) or the time rises (then no count meets it).
+    is a/nodes + b + c nodes (b: the driver's stages and the replicated coarse ranking and re-scoring; c: the
+    driver merges one partial list per node), so it falls to a minimum and rises again: nodes double until the target is met (then bisect) or the time rises (then no count meets it).
     `fixed` holds project()'s other arguments and node_gib."""
     args = {key: value for key, value in fixed.items() if key != "node_gib"}
 
@@ -420,14 +442,16 @@ def table(costs: dict, projections: list[dict]) -> str:
         )
     lines.append("")
     head = (
-        f"{'rows a side':>13} {'dim':>5} {'nprobe':>8} {'nodes by':<8} {'nodes':>6} {'wall h':>9} {'node GiB':>9} "
-        f"{'driver GiB':>10} {'dominant (share)':<24}"
+        f"{'rows a side':>13} {'dim':>5} {'nprobe':>8} {'probed':>12} {'nodes by':<8} {'nodes':>6} {'wall h':>9} "
+        f"{'coarse h':>8} {'node GiB':>9} {'driver GiB':>10} {'dominant (share)':<24}"
     )
     lines += [head, "-" * len(head)]
     for p in projections:
+        probed = f"{p['index']['nprobe']:,}/{p['index']['nlist']:,}"
+        coarse = f"{p['seconds']['coarse'] / 3600:,.1f}" if "coarse" in p["seconds"] else "-"
         lines.append(
-            f"{p['rows_a_side']:>13,} {p['dim']:>5} {p['scaling']:>8} {p['why']:<8} {p['nodes']:>6,} "
-            f"{p['wall_h']:>9,.1f} {p['worker_memory_gib']:>9,.1f} {p['driver_memory_gib']:>10,.1f} "
+            f"{p['rows_a_side']:>13,} {p['dim']:>5} {p['scaling']:>8} {probed:>12} {p['why']:<8} {p['nodes']:>6,} "
+            f"{p['wall_h']:>9,.1f} {coarse:>8} {p['worker_memory_gib']:>9,.1f} {p['driver_memory_gib']:>10,.1f} "
             f"{p['dominant_stage']} ({p['dominant_share']:.0%})"
             + ("" if p.get("driver_fits_node", True) else "  driver exceeds a node's memory")
         )
@@ -492,11 +516,12 @@ def main(argv: list[str] | None = None) -> dict:
         "not_fitted": [stage for stage in STAGES if stage not in costs],
         "anchor_index": anchor,
         "assumptions": {
-            "index": "one IVF fast-scan part per node: lists the power of two nearest 2 sqrt(rows of the part), "
-            "4-bit codes of d/4 bytes, 64 x k candidates re-scored from float32 rows held in memory",
+            "index": "one IVF fast-scan index per direction, trained once on the driver (lists the power of two "
+            "nearest 2 sqrt(n) of the whole side, 4-bit codes of d/4 bytes); every node adds its part's keys to "
+            "a copy and re-scores 64 x k candidates of its own from float32 rows held in memory",
             "nprobe_scaling": {
-                "fraction": "each part probes the anchor's share of its lists (codes scanned per query grow "
-                "with n; the recall the anchor measured is assumed to hold)",
+                "fraction": "the anchor's share of the lists is probed (codes scanned per query grow with n; "
+                "the recall the anchor measured is assumed to hold)",
                 "sqrt": "nprobe grows with sqrt(lists) from the anchor's (codes per query grow with sqrt(n); "
                 "optimistic, recall not measured at this scale)",
             },
@@ -509,8 +534,12 @@ def main(argv: list[str] | None = None) -> dict:
             },
             "per_core_speed": "the fitted host's, per core, on every node",
             "driver": "one process holds both directions' k-NN lists and runs margins and retrieval",
-            "layout": "keys split by rows, one part per node: every query visits every part, so the sqrt "
-            "scenario's saving fades once parts shrink to the anchor's size",
+            "layout": "keys split by rows, one part per node, all parts sharing the lists: the codes scanned per "
+            "query do not grow with the nodes; every part ranks every query against every centroid and "
+            "re-scores its own candidates, and the driver merges one partial list per part, so those grow "
+            "with the nodes",
+            "products": "coarse and refine are priced at the first of "
+            f"{', '.join(PRODUCT_COST_FROM)} fitted (per query x key x dim product)",
         },
         "target_hours": args.target_hours,
         "projections": projections,
@@ -522,10 +551,13 @@ def main(argv: list[str] | None = None) -> dict:
     for miss in unmet:
         print(
             f"{miss['rows_a_side']:,} x {miss['dim']} ({miss['scaling']}): no node count finishes in "
-            f"{args.target_hours} h (the driver's stages alone take longer)",
+            f"{args.target_hours} h (the stages more nodes do not shorten, the coarse ranking, the re-scoring and "
+            "the driver's, alone take longer)",
             flush=True,
         )
     print(f"anchor index: {anchor}; not fitted: {result['not_fitted'] or 'none'}", flush=True)
+    priced = product_cost(costs)[0]
+    print(f"coarse and refine priced per product by: {priced or 'nothing fitted (left out)'}", flush=True)
     for entry in PUBLISHED:
         print(f"{entry['name']}: {entry['found']['sentences_searched']}; {entry['not_found']}", flush=True)
     return write_result(args.out, result)

@@ -101,11 +101,24 @@ FIXED |= {"network_gbit": 10.0}
 
 
 def test_the_projection_follows_its_formulas():
-    # 100M keys on one node: lists 2^round(log2(2 sqrt(1e8))) = 16,384; 96/2048 of them probed = 768
+    # 100M keys: one index of the whole side, lists 2^round(log2(2 sqrt(1e8))) = 16,384; 96/2048 of them probed
     p = model.project(100_000_000, 384, 1, scaling="fraction", **FIXED)
-    assert (p["index_per_part"]["nlist"], p["index_per_part"]["nprobe"]) == (16_384, 768)
+    assert (p["index"]["nlist"], p["index"]["nprobe"]) == (16_384, 768)
+    assert p["index"]["train_rows"] == 39 * 16_384  # 638,976: the preset's 39 rows a list, above 65,536
+    assert p["index"]["factory"] == "IVF16384,PQ192x4fs" and p["index"]["fetched_per_part"] == 256
     # both directions: 2 x 1e8 queries x 768 lists x 1e8/16,384 codes x 96 bytes = 9e16 bytes on 64 cores
+    assert p["units"]["search"] == pytest.approx(9e16, rel=1e-12)
     assert p["seconds"]["search"] == pytest.approx(1e-10 * 9e16 / 64, rel=1e-6)
+    # coarse: 2 x 1e8 queries x 16,384 centroids x 384 dims; refine: 2 x 1e8 x 256 candidates x 384 dims, both
+    # priced per product at the recall check's cost (no exact run fitted)
+    assert p["units"]["coarse"] == 2e8 * 16_384 * 384 and p["units"]["refine"] == 2e8 * 256 * 384
+    assert p["products_priced_by"] == "recall" and p["not_fitted"] == []
+    assert p["seconds"]["coarse"] == pytest.approx(3e-11 * 2e8 * 16_384 * 384 / 64, abs=0.05)
+    assert p["seconds"]["refine"] == pytest.approx(3e-11 * 2e8 * 256 * 384 / 64, abs=0.05)
+    # build: 10 k-means passes of 638,976 rows on the driver's 64 cores, then 1e8 keys added on the workers'
+    train = 2 * 10 * 638_976 * 16_384 * 384 / 64
+    add = 2 * 1e8 * 16_384 * 384 / 64
+    assert p["seconds"]["build"] == pytest.approx(2e-11 * (train + add), abs=0.05)
     # the driver's stages run on one core: 2e8 rows of margins, 2 x 1e8 x 384 x 4 bytes read
     assert p["seconds"]["margin_retrieval"] == pytest.approx(2e-6 * 2e8, rel=1e-6)
     assert p["seconds"]["io"] == pytest.approx(1e-9 * 2e8 * 384 * 4, rel=1e-6)
@@ -113,28 +126,77 @@ def test_the_projection_follows_its_formulas():
     assert p["wall_s"] == pytest.approx(sum(p["seconds"].values()), abs=1.0)
     assert p["dominant_stage"] == "search"
     # sqrt scaling from the same anchor: 96 x sqrt(16,384 / 2,048) = 271.5 -> 272 lists
-    assert model.project(100_000_000, 384, 1, scaling="sqrt", **FIXED)["index_per_part"]["nprobe"] == 272
+    assert model.project(100_000_000, 384, 1, scaling="sqrt", **FIXED)["index"]["nprobe"] == 272
     # memory: 1e8 x (4 x 384 + 96 + 8) bytes of rows, codes and ids + the centroids + 1 GiB of process
     worker = (1e8 * 1640 + 16_384 * 384 * 4) / 2**30 + 1
     assert p["worker_memory_gib"] == pytest.approx(worker, abs=0.05)
-    assert p["driver_memory_gib"] == pytest.approx(1e8 * 288 / 2**30 + 1, abs=0.05)  # 288 bytes a row at k 4
+    # the driver at k 4: both directions' lists and their completed copies, 4 x 4 x 12 = 192 bytes a row, and
+    # the exchange's 34 bytes an entry (136 a row, above the margins' 32 and retrieval's 64)
+    assert model.driver_bytes_per_row(4) == 192 + 136
+    assert p["driver_memory_gib"] == pytest.approx(1e8 * 328 / 2**30 + 1, abs=0.05)
+
+
+def test_the_products_are_priced_by_exact_search_else_recall_else_left_out():
+    exact = {**FIXED, "costs": {**FIXED["costs"], "search_flat": {"core_s_per_unit": 5e-11}}}
+    p = model.project(100_000_000, 384, 1, scaling="fraction", **exact)
+    assert p["products_priced_by"] == "search_flat"
+    assert p["seconds"]["coarse"] == pytest.approx(5e-11 * 2e8 * 16_384 * 384 / 64, abs=0.05)
+    bare = {**FIXED, "costs": {s: c for s, c in FIXED["costs"].items() if s != "recall"}}
+    p = model.project(100_000_000, 384, 1, scaling="fraction", **bare)
+    assert p["products_priced_by"] is None and {"coarse", "refine", "recall"} <= set(p["not_fitted"])
+    assert "coarse" not in p["seconds"] and "refine" not in p["seconds"]
+
+
+def test_a_training_sample_follows_sentkits_rule():
+    # 1M rows: 2,048 lists, 39 training rows a list = 79,872 (what the 1M e2e run's index recorded)
+    index = model.side_index(1_000_000, 384, ANCHOR, "fraction")
+    assert (index["nlist"], index["train_rows"], index["factory"]) == (2048, 79_872, "IVF2048,PQ192x4fs")
+    assert model.side_index(100_000, 384, ANCHOR, "fraction")["train_rows"] == 65_536  # the floor
+    assert model.side_index(1_000_000_000, 1024, ANCHOR, "fraction")["train_rows"] == 39 * 65_536
+
+
+def test_the_shared_index_scans_the_same_codes_whatever_the_node_count():
+    eight = model.project(1_000_000_000, 384, 8, scaling="fraction", **FIXED)
+    sixteen = model.project(1_000_000_000, 384, 16, scaling="fraction", **FIXED)
+    # one index of the whole side: 65,536 lists, 96/2048 of them probed, whatever the node count
+    assert {key: v for key, v in eight["index"].items() if key != "part_rows"} == {
+        key: v for key, v in sixteen["index"].items() if key != "part_rows"
+    }
+    assert (eight["index"]["nlist"], eight["index"]["nprobe"]) == (65_536, 3072)
+    assert (eight["index"]["part_rows"], sixteen["index"]["part_rows"]) == (125_000_000, 62_500_000)
+    # codes scanned per query summed over the parts: independent of nodes, so twice the cores halve the scan
+    assert sixteen["units"]["search"] == eight["units"]["search"]
+    assert sixteen["seconds"]["search"] == pytest.approx(eight["seconds"]["search"] / 2, abs=0.1)
+    # replicated per part: the coarse ranking, the re-scoring, the merge's partial lists: linear in nodes
+    for stage in ("coarse", "refine", "merge"):
+        assert sixteen["units"][stage] == 2 * eight["units"][stage], stage
+    # ... so the coarse ranking's wall time does not fall (on twice the cores) and the merge's doubles
+    assert sixteen["seconds"]["coarse"] == eight["seconds"]["coarse"]
+    assert sixteen["seconds"]["merge"] == pytest.approx(2 * eight["seconds"]["merge"], abs=0.1)
+    # each worker: its part's rows, codes and ids, and one copy of the 65,536 x 384 float32 quantizer
+    for p in (eight, sixteen):
+        part = p["index"]["part_rows"]
+        assert p["worker_memory_gib"] == pytest.approx((part * 1640 + 65_536 * 384 * 4) / 2**30 + 1, abs=0.05)
 
 
 def test_the_projection_scales_as_the_model_says():
     one = model.project(100_000_000, 384, 1, scaling="fraction", **FIXED)
     ten = model.project(1_000_000_000, 384, 10, scaling="fraction", **FIXED)
-    assert ten["index_per_part"] == one["index_per_part"]  # the same 1e8-row part on each node
-    # the codes scanned grow with n^2 (a fixed share of every part's lists), the cores with the nodes
+    # the codes scanned grow with n^2 (a fixed share of the lists of n keys), the cores with the nodes
     assert ten["seconds"]["search"] / one["seconds"]["search"] == pytest.approx(100 / 10, rel=1e-9)
     # the driver's per-row stages grow with n alone; the merge with n x parts
     assert ten["seconds"]["margin_retrieval"] / one["seconds"]["margin_retrieval"] == pytest.approx(10)
     assert ten["seconds"]["merge"] / one["seconds"]["merge"] == pytest.approx(100)
+    # the coarse ranking: 10 x the queries x 4 x the lists x 10 parts, on 10 x the cores
+    assert ten["units"]["coarse"] / one["units"]["coarse"] == pytest.approx(10 * 4 * 10)
+    assert ten["seconds"]["coarse"] / one["seconds"]["coarse"] == pytest.approx(40, rel=1e-3)
     # 1024 dims: 8/3 the bytes scanned and read
     wide = model.project(100_000_000, 1024, 1, scaling="fraction", **FIXED)
     assert wide["seconds"]["search"] / one["seconds"]["search"] == pytest.approx(1024 / 384, rel=1e-9)
-    # 1e9 x (1536 + 96 + 8) bytes = 1,527 GiB over 256 x 0.85 - 1 GiB a node: 8 nodes
+    # 1e9 x (1536 + 96 + 8) bytes = 1,527 GiB over 256 x 0.85 - 1 GiB - the 96 MiB quantizer a node: 8 nodes
     assert model.nodes_for_memory(1_000_000_000, 384, 256.0) == 8
-    target = 24 * 3600.0
+    # the coarse ranking's 6.6 h and the merge rising with the nodes keep every count above a day: two days
+    target = 48 * 3600.0
     nodes = model.nodes_for_time(
         1_000_000_000, 384, target, {**FIXED, "scaling": "fraction", "node_gib": 256.0}
     )
@@ -142,7 +204,7 @@ def test_the_projection_scales_as_the_model_says():
         model.project(1_000_000_000, 384, m, scaling="fraction", **FIXED)["wall_s"]
         for m in (nodes - 1, nodes)
     ]
-    assert wall[1] <= target < wall[0]  # the fewest nodes that finish within a day
+    assert wall[1] <= target < wall[0]  # the fewest nodes that finish within two days
 
 
 def test_a_target_no_node_count_meets_is_none():
@@ -150,6 +212,13 @@ def test_a_target_no_node_count_meets_is_none():
     slow = {**FIXED, "costs": {**FIXED["costs"], "margin_retrieval": {"core_s_per_unit": 1.0}}}
     assert (
         model.nodes_for_time(1_000_000, 384, 3600.0, {**slow, "scaling": "fraction", "node_gib": 256.0})
+        is None
+    )
+    # products so slow that every part's coarse ranking alone exceeds the target: more nodes do not shorten it
+    # (1e6 queries x 2,048 centroids x 384 dims x 1e-6 core-s on 64 cores = 12,288 s a direction)
+    coarse = {**FIXED, "costs": {**FIXED["costs"], "recall": {"core_s_per_unit": 1e-6}}}
+    assert (
+        model.nodes_for_time(1_000_000, 384, 3600.0, {**coarse, "scaling": "fraction", "node_gib": 256.0})
         is None
     )
 

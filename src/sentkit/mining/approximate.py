@@ -71,11 +71,11 @@ def trained_index(keys, factory: str, train_rows: int | None = None, seed: int =
     return index, sample, round(time.perf_counter() - start, 2)
 
 
-def filled(index, keys) -> tuple[np.ndarray | None, float]:
+def filled(index, keys, table_max_bytes: int = TABLE_MAX_BYTES) -> tuple[np.ndarray | None, float]:
     """(table, seconds): every row of the vector set `keys` added to the trained `index`, in row order;
-    `table` is the keys' float32 rows in memory for re-scoring (None above TABLE_MAX_BYTES)."""
+    `table` is the keys' float32 rows in memory for re-scoring (None above `table_max_bytes`)."""
     start = time.perf_counter()
-    table = np.empty((keys.n, keys.dim), np.float32) if keys.n * keys.dim * 4 <= TABLE_MAX_BYTES else None
+    table = np.empty((keys.n, keys.dim), np.float32) if keys.n * keys.dim * 4 <= table_max_bytes else None
     for key_start, block in keys.blocks():
         index.add(block)
         if table is not None:

@@ -40,7 +40,7 @@ from sentkit.corpus.engine_ray import (
 )
 from sentkit.errors import InvalidArgument
 from sentkit.mining.exact import merge_topk
-from sentkit.mining.key_part import KeyPart, SearchPlan
+from sentkit.mining.key_part import KeyPart, SearchPlan, half_available_memory
 
 INFLIGHT = 2  # query blocks searched at once: one being searched while the next is read and sent
 
@@ -167,7 +167,7 @@ class RayEngine:
             refs = [actor.ready.remote(load) for actor, load in zip(self.actors, self.loads)]
             self.nodes |= set(wait_ready(ray, self.actors, self.layout, what=what, refs=refs))
         except Exception as err:
-            self.close()
+            self._stop_workers()
             raise user_error(err) from None
 
     def _all(self, method: str, *args) -> list:
@@ -249,11 +249,15 @@ class RayEngine:
                 if len(self.peak_rss_mib) < len(peaks):
                     self.peak_rss_mib = peaks
         finally:
-            with quiet():
-                for actor in self.actors:
-                    self.ray.kill(actor)
-            self.actors, self.loads = [], []
+            self._stop_workers()
         return records
+
+    def _stop_workers(self) -> None:
+        """Stop this direction's workers now (their CPUs go back to the cluster for the next direction)."""
+        with quiet():
+            for actor in self.actors:
+                self.ray.kill(actor)
+        self.actors, self.loads = [], []
 
     def record(self) -> dict:
         return {
@@ -269,10 +273,8 @@ class RayEngine:
         }
 
     def shutdown(self) -> None:
+        self._stop_workers()
         with quiet():
-            for actor in self.actors:
-                self.ray.kill(actor)
-            self.actors = []
             if self.started_here and self.ray.is_initialized():
                 self.ray.shutdown()
 
@@ -296,7 +298,8 @@ class KeyPartWorker:
             source, first, plan, trained = load
             source = ray.get(source)
             trained = ray.get(trained) if trained is not None else None
-            self.part = KeyPart(source.open(), first, plan, trained)
+            # a worker is there to hold its part: its rows stay in memory up to half of what the node has
+            self.part = KeyPart(source.open(), first, plan, trained, hold_bytes=half_available_memory())
         return self.part
 
     def ready(self, load: list) -> str:

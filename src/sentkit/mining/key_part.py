@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sentkit.mining.approximate import DEFAULT_REFINE, IndexSearcher, filled
+from sentkit.mining.approximate import DEFAULT_REFINE, TABLE_MAX_BYTES, IndexSearcher, filled
 from sentkit.mining.exact import KEY_PASS_BYTES, UnitRows, exact_search
 
 EXACT_KINDS = ("flat", "faiss-flat")
@@ -54,18 +54,25 @@ class KeyPart:
     """Rows offset..offset+keys.n-1 of a side (`keys`, a vector set) and their search under `plan`;
     `trained`: the direction's trained, empty FAISS index, serialized (approximate plans)."""
 
-    def __init__(self, keys, offset: int, plan: SearchPlan, trained: np.ndarray | None = None) -> None:
+    def __init__(
+        self, keys, offset: int, plan: SearchPlan, trained: np.ndarray | None = None, hold_bytes: int = 0
+    ) -> None:
+        """`hold_bytes`: the part's float32 rows are kept in memory up to this size, or up to the in-process
+        limits (KEY_PASS_BYTES for exact search, approximate.TABLE_MAX_BYTES for re-scoring) when larger;
+        above it they are read back from the shards as needed."""
         self.offset, self.plan = offset, plan
         self.stats: dict[str, float] = {"search_s": 0.0, "queries": 0}
         self.searcher: IndexSearcher | None = None
         self.nprobe: int | None = None
+        rows_bytes = keys.n * keys.dim * 4
         if plan.approximate:
             import faiss
 
             index = faiss.deserialize_index(np.asarray(trained, dtype=np.uint8))
-            table, self.stats["add_s"] = filled(index, keys)
+            table, self.stats["add_s"] = filled(index, keys, max(hold_bytes, TABLE_MAX_BYTES))
             self.searcher = IndexSearcher(index, table, keys, plan.kind, plan.k, plan.refine, plan.ef_search)
-        elif keys.n * keys.dim * 4 <= KEY_PASS_BYTES and not isinstance(keys, UnitRows):
+            self.stats["rows_in_memory"] = table is not None
+        elif rows_bytes <= max(hold_bytes, KEY_PASS_BYTES) and not isinstance(keys, UnitRows):
             start = time.perf_counter()
             keys = in_memory(keys)  # read once: every query block is searched against the same rows
             self.stats["read_s"] = round(time.perf_counter() - start, 2)
@@ -129,3 +136,15 @@ class KeyPart:
             self.stats[key] = self.stats.get(key, 0) + info[key]
         for key in ("dtype", "dtype_reason", "device", "path", "candidates_per_query", "torch_threads"):
             self.stats.setdefault(key, info[key])
+
+
+def half_available_memory() -> int:
+    """Half the memory this machine has available now (MemAvailable; 0 where it cannot be read): what a
+    mining worker lets its key part's rows take."""
+    try:
+        for line in open("/proc/meminfo", encoding="ascii"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024 // 2
+    except OSError:
+        pass
+    return 0
