@@ -37,12 +37,13 @@ of the lists (optimistic: codes per query grow with sqrt(n); recall at that scal
 projected. Each part re-scores 64 x k candidates of its own, more than one index over the whole side fetches,
 so recall is at least that index's at the same nprobe (key_part.py).
 
-At 1B rows x 1024 dims on 64-core nodes (65,536 lists; the anchor below), the coarse ranking is a floor of
-2 n lists d / 64 products per core, 38.5 h whatever the node count, while the scan falls with the nodes: at
-the 19 nodes the memory needs it is 646 h (`fraction`, 1,024 lists probed) or 115 h (`sqrt`, 182), and it
-drops to the coarse stage's 38.5 h at 319 and 57 nodes; past those counts more nodes no longer shorten the
-run, and no count meets a 24 h target (a layout that ranks the centroids once per query and sends each part
-the probed list numbers would remove the floor; not modelled).
+At 1B rows x 1024 dims on 64-core nodes (65,536 lists; costs fitted on docs/results/mine_e2e_B_1m_probe.json,
+products priced at its recall check's cost), the coarse ranking is a floor of 2 n lists d / 64 products per
+core, 38.5 h whatever the node count, while the scan falls with the nodes: at the 36 nodes the memory needs it
+is 341 h (`fraction`, 1,024 lists probed) or 61 h (`sqrt`, 182), and it drops to the coarse stage's 38.5 h at
+319 and 57 nodes; past those counts more nodes no longer shorten the run, and no count meets a 24 h target (a
+layout that ranks the centroids once per query and sends each part the probed list numbers would remove the
+floor; not modelled).
 
 The coarse ranking and the re-scoring are also inside the anchor's fitted per-byte search cost, so they are
 counted twice: at docs/results/mine_e2e_B_1m_probe.json (1M, 2,048 lists, nprobe 32) the coarse ranking priced
@@ -52,13 +53,14 @@ share with the codes scanned: an overstatement of the search by at most that sha
 candidate rows, far slower per product than a GEMM (priced as products the anchor's would take 3 s, not 59 s):
 the refine stage alone understates by about 18 times (0.15 h at 1B x 1024, so about 3 h).
 
-Each worker keeps its part's float32 rows in memory for re-scoring (sentkit today caps that table at 2 GiB and
-reads candidates back from the shards above it, which this model does not cover), its codes and ids, and one
-copy of the shared coarse quantizer (lists x d float32). The driver holds both directions' (n, k) lists (memory
-maps in the work folder, read in after the searches), their completed copies and the exchange's or the
-margins' arrays (driver_bytes_per_row). Query blocks reach every node over a network of `--network-gbit` (not
-fitted: an assumption). Both directions run one after the other. Memory per node and the node count follow
-from the part sizes; a second node count meets `--target-hours`.
+Each worker keeps its part's float32 rows in memory for re-scoring, its codes and ids, and one copy of the
+shared coarse quantizer (lists x d float32). A worker holds its rows only up to half of what its node has
+available (key_part.half_available_memory) and reads candidates back from the shards above that, which this
+model does not cover, so the memory's node count keeps the rows within half of `usable`. The driver holds both
+directions' (n, k) lists (memory maps in the work folder, read in after the searches), their completed copies
+and the exchange's or the retrieval's arrays (driver_bytes_per_row). Query blocks reach every node over a
+network of `--network-gbit` (not fitted: an assumption). Both directions run one after the other. Memory per
+node and the node count follow from the part sizes; a second node count meets `--target-hours`.
 
     python -m bench.mine_cost_model [--from bench/out/mine_distributed.json] [--out bench/out/mine_cost_model.json]
     python -m bench.mine_cost_model --from docs/results/mine_e2e_B_1m_probe.json --dim 384   # one e2e run
@@ -87,7 +89,11 @@ ID_BYTES = 8  # FAISS stores an int64 id beside each code
 # the coarse ranking and the re-scoring are query x key x dim products: priced at exact search's fitted cost,
 # else at the recall check's (an exact search of sampled queries, the same products)
 PRODUCT_COST_FROM = ("search_flat", "recall")
-EXCHANGE_BYTES_PER_ENTRY = 34  # exchange.exchanged's index arrays per (n, k) list entry: driver_bytes_per_row
+# the driver's transient arrays (driver_bytes_per_row): exchange.exchanged's, 54 + 9 k bytes per (n, k) entry
+# of the list it completes; margin.best_proposals' (n,) proposals and retrieval.select_proposals' arrays
+EXCHANGE_BYTES_PER_ENTRY = (54, 9)
+RETRIEVAL_BYTES_PER_ROW = 150
+HOLD_SHARE = 0.5  # a worker holds its part's float32 rows up to half its node's available memory (key_part)
 RECALL_TARGET = 0.95
 SIZES = (100_000_000, 1_000_000_000)
 DIMS = (384, 1024)
@@ -299,12 +305,15 @@ def product_cost(costs: dict) -> tuple[str | None, float | None]:
 
 def driver_bytes_per_row(k: int) -> float:
     """The driver's peak bytes per row of one side: both directions' (n, k) similarities (float32) and rows
-    (int64), read from the work folder's memory maps, and their completed copies (exchange.exchanged); on
-    top, the larger of the second completion's index arrays (a bool mask, two int64 arrays from np.nonzero,
-    the gathered int64 rows, float32 similarities and k-th similarities, a bool filter: 34 bytes an entry)
-    and what follows it: the (n, k) float32 margins both ways and about 64 bytes of retrieval arrays."""
+    (int64), read in from the work folder's memory maps, and their completed copies (exchange.exchanged); on
+    top, the larger of two transients. Completing a list: the other list's entries as np.nonzero's two int64
+    arrays, the gathered rows, similarities and k-th similarities, two filters, their filtered copies, and
+    the (entries, k) int64 gather of the query's own list that finds pairs already on it (54 + 9 k bytes an
+    entry). Then scoring block by block and retrieval: (n,) proposals both ways, the 2n concatenated rows,
+    scores and sort order, and the one-to-one matching's kept proposals (about 150 bytes a row)."""
     lists = 2 * k * (4 + 8)
-    return 2 * lists + max(EXCHANGE_BYTES_PER_ENTRY * k, 2 * k * 4 + 64)
+    fixed, per_k = EXCHANGE_BYTES_PER_ENTRY
+    return 2 * lists + max(k * (fixed + per_k * k), RETRIEVAL_BYTES_PER_ROW)
 
 
 def project(
@@ -380,17 +389,20 @@ def project(
 
 def nodes_for_memory(n: int, dim: int, node_gib: float, usable: float = 0.85, base_gib: float = 1.0) -> int:
     """Fewest nodes whose parts (float32 rows for re-scoring, codes, ids) and copy of the shared coarse
-    quantizer fit `usable` of a node's memory."""
+    quantizer fit `usable` of a node's memory, with the rows within HOLD_SHARE of it (what a worker holds)."""
     per_row = 4 * dim + fastscan_pq_m(dim) / 2 + ID_BYTES
     room = node_gib * usable - base_gib - fastscan_nlist(n) * dim * 4 / 2**30
-    return max(1, math.ceil(n * per_row / 2**30 / room))
+    fits = math.ceil(n * per_row / 2**30 / room)
+    held = math.ceil(n * 4 * dim / 2**30 / (node_gib * usable * HOLD_SHARE))
+    return max(1, fits, held)
 
 
 def nodes_for_time(n: int, dim: int, target_s: float, fixed: dict, max_nodes: int = 1 << 20) -> int | None:
     """Fewest nodes (at least the memory's) that finish within target_s, None where no count does. Wall time
     is a/nodes + b + c nodes (b: the driver's stages and the replicated coarse ranking and re-scoring; c: the
-    driver merges one partial list per node), so it falls to a minimum and rises again: nodes double until the target is met (then bisect) or the time rises (then no count meets it).
-    `fixed` holds project()'s other arguments and node_gib."""
+    driver merges one partial list per node), so it falls to a minimum and rises again: nodes double until the
+    target is met (then bisect) or the time rises (then no count meets it). `fixed` holds project()'s other
+    arguments and node_gib."""
     args = {key: value for key, value in fixed.items() if key != "node_gib"}
 
     def wall(nodes: int) -> float:
@@ -533,7 +545,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "network_gbit": args.network_gbit,
             },
             "per_core_speed": "the fitted host's, per core, on every node",
-            "driver": "one process holds both directions' k-NN lists and runs margins and retrieval",
+            "worker_rows": f"held in memory: the node count keeps them within {HOLD_SHARE} of usable memory",
+            "driver": "one process holds both directions' k-NN lists, completes them, scores and retrieves",
             "layout": "keys split by rows, one part per node, all parts sharing the lists: the codes scanned per "
             "query do not grow with the nodes; every part ranks every query against every centroid and "
             "re-scores its own candidates, and the driver merges one partial list per part, so those grow "

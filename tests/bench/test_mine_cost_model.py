@@ -131,9 +131,10 @@ def test_the_projection_follows_its_formulas():
     worker = (1e8 * 1640 + 16_384 * 384 * 4) / 2**30 + 1
     assert p["worker_memory_gib"] == pytest.approx(worker, abs=0.05)
     # the driver at k 4: both directions' lists and their completed copies, 4 x 4 x 12 = 192 bytes a row, and
-    # the exchange's 34 bytes an entry (136 a row, above the margins' 32 and retrieval's 64)
-    assert model.driver_bytes_per_row(4) == 192 + 136
-    assert p["driver_memory_gib"] == pytest.approx(1e8 * 328 / 2**30 + 1, abs=0.05)
+    # the exchange's 54 + 9 x 4 = 90 bytes an entry (360 a row, above the retrieval's 150)
+    assert model.driver_bytes_per_row(4) == 192 + 360
+    assert model.driver_bytes_per_row(1) == 48 + 150  # k 1: the retrieval's arrays are the larger
+    assert p["driver_memory_gib"] == pytest.approx(1e8 * 552 / 2**30 + 1, abs=0.05)
 
 
 def test_the_products_are_priced_by_exact_search_else_recall_else_left_out():
@@ -193,8 +194,11 @@ def test_the_projection_scales_as_the_model_says():
     # 1024 dims: 8/3 the bytes scanned and read
     wide = model.project(100_000_000, 1024, 1, scaling="fraction", **FIXED)
     assert wide["seconds"]["search"] / one["seconds"]["search"] == pytest.approx(1024 / 384, rel=1e-9)
-    # 1e9 x (1536 + 96 + 8) bytes = 1,527 GiB over 256 x 0.85 - 1 GiB - the 96 MiB quantizer a node: 8 nodes
-    assert model.nodes_for_memory(1_000_000_000, 384, 256.0) == 8
+    # 1e9 x (1536 + 96 + 8) bytes = 1,527 GiB over 256 x 0.85 - 1 GiB - the 96 MiB quantizer a node: 8 nodes;
+    # but a worker holds its rows only up to half the node: 1e9 x 1536 bytes = 1,431 GiB over 108.8 GiB: 14
+    assert model.nodes_for_memory(1_000_000_000, 384, 256.0) == 14
+    # 1e8 rows: 153 GiB of parts fit one node's 216.5, but their 143 GiB of rows need two halves
+    assert model.nodes_for_memory(100_000_000, 384, 256.0) == 2
     # the coarse ranking's 6.6 h and the merge rising with the nodes keep every count above a day: two days
     target = 48 * 3600.0
     nodes = model.nodes_for_time(

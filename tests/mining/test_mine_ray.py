@@ -24,6 +24,15 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture(scope="module")
+def ray_session():
+    """One local Ray for the in-process tests (a RayEngine uses the session it finds and leaves it running)."""
+    ray = pytest.importorskip("ray", reason="distributed mining needs the ray extra: pip install 'sentkit[ray]'")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
 def sides(tmp_path_factory):
     pytest.importorskip("ray", reason="distributed mining needs the ray extra: pip install 'sentkit[ray]'")
     return encoded_sides(tmp_path_factory.mktemp("ray-mine"))
@@ -36,7 +45,7 @@ def _request(sides, out: Path, kind: str, engine: EngineConfig | None = None) ->
     )
 
 
-def test_two_local_workers_mine_the_in_process_pairs(sides, tmp_path, monkeypatch):
+def test_two_local_workers_mine_the_in_process_pairs(ray_session, sides, tmp_path, monkeypatch):
     monkeypatch.setattr(knn_run, "BLOCK_ROWS", 64)  # 5 blocks a direction, two searched at once
     local, ray = tmp_path / "local.tsv", tmp_path / "ray.tsv"
     mine_files(_request(sides, local, "flat"), log=lambda line: None)
@@ -57,7 +66,7 @@ def test_two_local_workers_mine_the_in_process_pairs(sides, tmp_path, monkeypatc
         assert record["recall"]["queries"] == 300 and record["recall"]["recall_at_k"] >= 0.9
 
 
-def test_a_worker_killed_mid_run_is_restarted_and_its_searches_retried(sides):
+def test_a_worker_killed_mid_run_is_restarted_and_its_searches_retried(ray_session, sides):
     from sentkit.mining.engine_ray import RayEngine
 
     _, src, tgt = sides
