@@ -171,6 +171,20 @@ def run_mine(work: Path, name: str, flags: list[str], args) -> tuple[dict, dict 
     /usr/bin/time (wall seconds, the largest resident set of its process tree); sidecar None when the command
     failed (`measured` then holds its exit status)."""
     pairs = work / f"pairs-{name}.tsv"
+    timing = work / f"time-{name}.txt"
+    if name in args.reuse:  # measured by an earlier invocation on this set: read back, not run again
+        wall, peak_kb = timing.read_text().split()[-2:]
+        sidecar = json.loads(Path(f"{pairs}.json").read_text(encoding="utf-8"))
+        measured = {
+            "command": None,
+            "wall_s": float(wall),
+            "tree_peak_rss_mib": round(int(peak_kb) / 1024, 1),
+        }
+        print(
+            f"[{name}] reused from {pairs} (measured earlier, at commit {sidecar.get('git_commit')})",
+            flush=True,
+        )
+        return measured | {"reused": True}, sidecar, pairs
     for stale in (pairs, Path(f"{pairs}.json")):
         stale.unlink(missing_ok=True)
     # a work folder left by an interrupted run would be resumed, and its blocks not timed: start afresh
@@ -179,7 +193,6 @@ def run_mine(work: Path, name: str, flags: list[str], args) -> tuple[dict, dict 
         sys.executable, "-m", "sentkit.cli", "mine", "--src", str(work / "x"), "--tgt", str(work / "y"),
         "--out", str(pairs), "--index", args.index, *flags, *args.mine_arg,
     ]  # fmt: skip
-    timing = work / f"time-{name}.txt"
     print(f"[{name}] running: {' '.join(command[1:])}", flush=True)
     run = subprocess.run(
         ["/usr/bin/time", "-f", "%e %M", "-o", str(timing), *command], env=os.environ.copy(), check=False
@@ -272,6 +285,13 @@ def ratios_to(run: dict, reference: dict) -> dict:
     }
 
 
+def _setting(value):
+    """An option's value as JSON writes it: paths as text, sets as sorted lists."""
+    if isinstance(value, Path):
+        return str(value)
+    return sorted(value) if isinstance(value, set) else value
+
+
 def _cell(value, fmt: str = "{}") -> str:
     return "-" if value is None else fmt.format(value)
 
@@ -329,6 +349,19 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="3,000 x 3,000 at 32 dims, 1,000-row shards, ivf-fastscan for auto",
     )
+    ap.add_argument(
+        "--reuse",
+        type=lambda text: set(filter(None, text.split(","))),
+        default=set(),
+        help="configurations whose TSV, sidecar and time file in --work are read back, not run again",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="an earlier result of this script on the same set: its runs of configurations not run now are kept "
+        "(marked with the file and commit they come from)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     if args.small:
@@ -358,6 +391,18 @@ def main(argv: list[str] | None = None) -> dict:
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
+    if args.baseline is not None:
+        prior = json.loads(args.baseline.read_text(encoding="utf-8"))
+        if {k: v for k, v in prior["set"].items() if k != "side_bytes"} != {
+            k: v for k, v in info.items() if k != "side_bytes"
+        }:
+            raise SystemExit(f"--baseline {args.baseline}: another set ({prior['set']}, now {info})")
+        kept = [
+            run | {"measured_in": str(args.baseline), "measured_at_commit": prior.get("git_commit")}
+            for run in prior["runs"]
+            if run["config"] not in configs
+        ]
+        runs = kept + runs
     local = next((run for run in runs if run["config"] == "local"), None)
     for run in runs:
         if local is not None:
@@ -374,7 +419,7 @@ def main(argv: list[str] | None = None) -> dict:
         pass
     result = {
         "what": "sentkit mine in process and on Ray workers (--workers, --address) on one synthetic planted set",
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "settings": {k: _setting(v) for k, v in vars(args).items()},
         "set": info,
         "build_set_s": round(built_s, 1),
         "runs": runs,

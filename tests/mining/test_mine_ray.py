@@ -26,7 +26,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 @pytest.fixture(scope="module")
 def ray_session():
     """One local Ray for the in-process tests (a RayEngine uses the session it finds and leaves it running)."""
-    ray = pytest.importorskip("ray", reason="distributed mining needs the ray extra: pip install 'sentkit[ray]'")
+    ray = pytest.importorskip(
+        "ray", reason="distributed mining needs the ray extra: pip install 'sentkit[ray]'"
+    )
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

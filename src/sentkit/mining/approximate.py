@@ -101,6 +101,21 @@ class IndexSearcher:
         self.fetch = min(keys.n, max(self.k, refine * self.k))
         self.params: dict = {}
         self.counts = {"exact_fallback_queries": 0, "search_s": 0.0, "refine_s": 0.0}
+        import faiss
+
+        # an IVF index searched as it is (no rotation in front): its lists may be chosen elsewhere (coarse)
+        ivf = faiss.try_extract_index_ivf(index)
+        self.ivf = faiss.downcast_index(ivf) if ivf is not None and ivf.this == index.this else None
+
+    @property
+    def preassignable(self) -> bool:
+        """Whether the lists a query probes can be chosen once (`coarse`) and handed to `search`."""
+        return self.ivf is not None
+
+    def coarse(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(centroid similarities (b, nprobe), list ids (b, nprobe)): the lists each query probes at the nprobe
+        last set, as the index's own search chooses them."""
+        return self.ivf.quantizer.search(np.ascontiguousarray(queries), self.ivf.nprobe)
 
     def rows_of(self, cand: np.ndarray) -> np.ndarray:
         """The float32 rows (..., d) of key rows `cand` (row 0 where -1)."""
@@ -129,9 +144,11 @@ class IndexSearcher:
         self.set_probe(probe)
         return self.rescored(block, self.index.search(block, self.fetch)[1])
 
-    def search(self, queries: np.ndarray, query_block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, query_block: int = 4096, assigned: tuple | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(sims (b, k), rows (b, k)) of the unit rows `queries` at the nprobe last set, best first by exact
-        similarity then key row."""
+        similarity then key row; `assigned`: the lists to probe (`coarse` of these queries), else chosen here."""
         import faiss
 
         start = time.perf_counter()
@@ -150,7 +167,13 @@ class IndexSearcher:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for q_start in range(0, len(queries), query_block):
                 q_block = queries[q_start : q_start + query_block]
-                _, cand = self.index.search(q_block, self.fetch)  # (b, fetch) key rows, -1: lists ran out
+                if assigned is None:
+                    _, cand = self.index.search(q_block, self.fetch)  # (b, fetch) key rows, -1: lists ran out
+                else:
+                    rows = slice(q_start, q_start + query_block)
+                    _, cand = self.ivf.search_preassigned(
+                        q_block, self.fetch, assigned[1][rows], assigned[0][rows]
+                    )
                 refine_start = time.perf_counter()
                 approx = self.products(q_block, cand)  # (b, fetch), or None
                 jobs = [

@@ -133,6 +133,7 @@ class RayEngine:
         self.on_block = on_block  # called with each finished block (tests kill a worker here)
         self.actors: list = []
         self.loads: list = []
+        self.preassignable = False
         self.k = 0
         self.nodes: set[str] = set()
         self.peak_rss_mib: list[float] = []
@@ -165,7 +166,9 @@ class RayEngine:
                 self.actors = [remote.remote(self.layout.threads) for _ in self.loads]
             what = "mine: {ready} of {all} Ray key-part workers"
             refs = [actor.ready.remote(load) for actor, load in zip(self.actors, self.loads)]
-            self.nodes |= set(wait_ready(ray, self.actors, self.layout, what=what, refs=refs))
+            ready = wait_ready(ray, self.actors, self.layout, what=what, refs=refs)
+            self.nodes |= {node for node, _ in ready}
+            self.preassignable = all(can for _, can in ready)
         except Exception as err:
             self._stop_workers()
             raise user_error(err) from None
@@ -209,7 +212,11 @@ class RayEngine:
     def search_blocks(
         self, blocks: Iterable[tuple[int, np.ndarray]], nprobe: int | None
     ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-        """(block id, sims, rows) of each block, in order, INFLIGHT blocks searched at once."""
+        """(block id, sims, rows) of each block, in order: an IVF index's lists chosen once per query
+        (`_shared_coarse`), else INFLIGHT blocks searched at once."""
+        if self.preassignable and len(self.actors) > 1:
+            yield from self._shared_coarse(blocks, nprobe)
+            return
         pending: deque = deque()
         source = iter(blocks)
 
@@ -230,6 +237,44 @@ class RayEngine:
             block, refs = pending.popleft()
             sims, rows = merged(self._get(refs), self.k)
             submit()
+            yield block, sims, rows
+            if self.on_block is not None:
+                self.on_block(self, block)
+
+    def _shared_coarse(
+        self, blocks: Iterable[tuple[int, np.ndarray]], nprobe: int | None
+    ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """Two rounds per block: each worker ranks 1/W of its queries against the lists' centroids (all parts
+        share one quantizer), then every worker searches the whole block in the lists so chosen. Ranking a
+        query against every centroid on every part would repeat that work W times; here it is done once,
+        spread over the workers. The next block's ranking is under way while a block is searched."""
+
+        def rank(item):
+            if item is None:
+                return None
+            block, queries = item
+            bounds = np.linspace(0, len(queries), len(self.actors) + 1).round().astype(int)
+            with quiet():
+                ref = self.ray.put(queries)
+                refs = [
+                    actor.coarse.remote(ref, int(lo), int(hi), nprobe, load)
+                    for actor, load, lo, hi in zip(self.actors, self.loads, bounds[:-1], bounds[1:])
+                ]
+            return block, ref, refs
+
+        source = iter(blocks)
+        current = rank(next(source, None))
+        while current is not None:
+            block, ref, refs = current
+            ranked = self._get(refs)
+            assigned = (np.concatenate([r[0] for r in ranked]), np.concatenate([r[1] for r in ranked]))
+            with quiet():
+                shared = self.ray.put(assigned)
+                searches = [
+                    a.search.remote(ref, nprobe, load, shared) for a, load in zip(self.actors, self.loads)
+                ]
+            current = rank(next(source, None))
+            sims, rows = merged(self._get(searches), self.k)
             yield block, sims, rows
             if self.on_block is not None:
                 self.on_block(self, block)
@@ -302,14 +347,18 @@ class KeyPartWorker:
             self.part = KeyPart(source.open(), first, plan, trained, hold_bytes=half_available_memory())
         return self.part
 
-    def ready(self, load: list) -> str:
+    def ready(self, load: list) -> tuple[str, bool]:
+        """(the node this worker runs on, whether its index takes lists chosen by another part)."""
         import ray
 
-        self._part(load)
-        return ray.get_runtime_context().get_node_id()
+        part = self._part(load)
+        return ray.get_runtime_context().get_node_id(), part.preassignable
 
-    def search(self, queries: np.ndarray, nprobe: int | None, load: list):
-        return self._part(load).search(queries, nprobe)
+    def coarse(self, queries: np.ndarray, first: int, stop: int, nprobe: int | None, load: list):
+        return self._part(load).coarse(queries[first:stop], nprobe)
+
+    def search(self, queries: np.ndarray, nprobe: int | None, load: list, assigned=None):
+        return self._part(load).search(queries, nprobe, assigned)
 
     def tuning_search(self, queries: np.ndarray, nprobe: int, load: list):
         return self._part(load).tuning_search(queries, nprobe)

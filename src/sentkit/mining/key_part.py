@@ -83,15 +83,35 @@ class KeyPart:
     def rows(self) -> int:
         return self.keys.n
 
-    def search(self, queries: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def preassignable(self) -> bool:
+        """Whether this part's index can take the lists each query probes chosen elsewhere (`coarse`)."""
+        return self.searcher is not None and self.searcher.preassignable
+
+    def _probe(self, nprobe: int | None) -> None:
+        if nprobe != self.nprobe or not self.searcher.params:
+            self.searcher.set_probe(nprobe, self.searcher.k * self.plan.refine)
+            self.nprobe = nprobe
+
+    def coarse(self, queries: np.ndarray, nprobe: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The lists each query probes at `nprobe` ((similarities, list ids), (b, nprobe) each): every part
+        holds the same trained quantizer, so any part may rank a query once for all of them."""
+        start = time.perf_counter()
+        self._probe(nprobe)
+        assigned = self.searcher.coarse(queries)
+        self.stats["coarse_s"] = self.stats.get("coarse_s", 0.0) + time.perf_counter() - start
+        return assigned
+
+    def search(
+        self, queries: np.ndarray, nprobe: int | None = None, assigned: tuple | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(sims (b, k'), side rows (b, k')) of the unit rows `queries` among this part's keys, k' = min(k,
-        part rows), best first by exact similarity then row; `nprobe`: an IVF index's lists probed."""
+        part rows), best first by exact similarity then row; `nprobe`: an IVF index's lists probed;
+        `assigned`: those lists, chosen already (`coarse`)."""
         start = time.perf_counter()
         if self.searcher is not None:
-            if nprobe != self.nprobe or not self.searcher.params:
-                self.searcher.set_probe(nprobe, self.searcher.k * self.plan.refine)
-                self.nprobe = nprobe
-            sims, rows = self.searcher.search(queries, self.plan.query_block)
+            self._probe(nprobe)
+            sims, rows = self.searcher.search(queries, self.plan.query_block, assigned)
         elif self.plan.kind == "faiss-flat":
             from sentkit.mining.search import faiss_flat_search
 
