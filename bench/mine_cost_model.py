@@ -25,33 +25,25 @@ split into one part of consecutive rows per node. The driver trains ONE IVF fast
 as the `ivf-fastscan` preset builds it (lists the power of two nearest 2 sqrt(n), 4-bit codes of d/4 bytes,
 trained on max(65,536, 39 per list) rows, at most n) on its own node's cores, and every node adds its part's
 keys to a copy: the parts share the lists, each holding about 1/nodes of every list's codes. Every query block
-goes to every part; per query, each part (a) ranks it against all the lists' centroids, (b) scans its share of
-the nprobe probed lists, (c) re-scores its own 64 x k candidates exactly; the driver merges the partial top-k
-lists. So the codes scanned per query, summed over the parts, are one index's (nprobe x n / lists) whatever the
-node count; what grows with the nodes is the replicated coarse ranking (n x nodes x lists x d products a
-direction) and re-scoring (n x nodes x 64k x d) and the merge (n x nodes): their wall time on nodes x cores
-does not fall as nodes are added (the merge's rises). Recall@4 >= 0.95 is assumed to hold when the shared
-index probes `fraction`: the same share of its lists as the fitted runs' index did (conservative: the codes
-scanned per query grow with n; the measured recall is printed), or `sqrt`: nprobe growing with the square root
-of the lists (optimistic: codes per query grow with sqrt(n); recall at that scale is not measured); both are
-projected. Each part re-scores 64 x k candidates of its own, more than one index over the whole side fetches,
-so recall is at least that index's at the same nprobe (key_part.py).
+goes to every part in two rounds: the workers rank its queries against all the lists' centroids, 1/nodes of
+them each (the parts share the quantizer, so a query is ranked once); then each part scans its share of the
+nprobe probed lists and re-scores its own 64 x k candidates exactly, and the driver merges the partial top-k
+lists. So the codes scanned per query, summed over the parts, are one index's (nprobe x n / lists) and the
+coarse ranking is n x lists x d products a direction, both whatever the node count, spread over every node's
+cores; what grows with the nodes is the re-scoring (n x nodes x 64k x d: each part re-scores its own
+candidates, a floor per node that more nodes do not lower) and the merge (n x nodes, on the driver). Recall@4
+>= 0.95 is assumed to hold when the shared index probes `fraction`: the same share of its lists as the fitted
+runs' index did (conservative: the codes scanned per query grow with n; the measured recall is printed), or
+`sqrt`: nprobe growing with the square root of the lists (optimistic: codes per query grow with sqrt(n);
+recall at that scale is not measured); both are projected. Each part re-scores 64 x k candidates of its own,
+more than one index over the whole side fetches, so recall is at least that index's at the same nprobe
+(key_part.py).
 
-At 1B rows x 1024 dims on 64-core nodes (65,536 lists; costs fitted on docs/results/mine_e2e_B_1m_probe.json,
-products priced at its recall check's cost), the coarse ranking is a floor of 2 n lists d / 64 products per
-core, 38.5 h whatever the node count, while the scan falls with the nodes: at the 36 nodes the memory needs it
-is 341 h (`fraction`, 1,024 lists probed) or 61 h (`sqrt`, 182), and it drops to the coarse stage's 38.5 h at
-319 and 57 nodes; past those counts more nodes no longer shorten the run, and no count meets a 24 h target (a
-layout that ranks the centroids once per query and sends each part the probed list numbers would remove the
-floor; not modelled).
-
-The coarse ranking and the re-scoring are also inside the anchor's fitted per-byte search cost, so they are
-counted twice: at docs/results/mine_e2e_B_1m_probe.json (1M, 2,048 lists, nprobe 32) the coarse ranking priced
-this way is 26 s of a direction's 265 s search (10%; docs/lab/mining-indexes.md counts 1.6e12 FLOP, about 5%
-at that host's 116 GFLOP/s) and the re-scoring measured 59 s (refine_s, 22%), and the per-byte cost scales that
-share with the codes scanned: an overstatement of the search by at most that share. The re-scoring gathers
-candidate rows, far slower per product than a GEMM (priced as products the anchor's would take 3 s, not 59 s):
-the refine stage alone understates by about 18 times (0.15 h at 1B x 1024, so about 3 h).
+The coarse ranking and the re-scoring are not timed apart in a run: they are priced per query x key x dim
+product at exact search's fitted cost, else the recall check's. They are also inside the anchor's fitted
+per-byte search cost, so they are counted twice there (an overstatement of the search by their share at the
+anchor); and the re-scoring gathers candidate rows, far slower per product than a matrix product (an
+understatement of the refine stage). docs/lab/mining-distributed.md gives both shares as measured.
 
 Each worker keeps its part's float32 rows in memory for re-scoring, its codes and ids, and one copy of the
 shared coarse quantizer (lists x d float32). A worker holds its rows only up to half of what its node has
@@ -337,7 +329,10 @@ def project(
     units = {  # both directions
         "train": 2 * KMEANS_ITERATIONS * index["train_rows"] * lists * dim,  # on the driver
         "add": 2 * n * lists * dim,  # every key to its list, spread over the workers
-        "coarse": 2 * n * nodes * lists * dim,  # every part ranks every query against every centroid
+        "coarse": 2
+        * n
+        * lists
+        * dim,  # each query ranked once against every centroid, spread over the workers
         "search": 2 * n * index["nprobe"] * n / lists * cb,  # the parts' shares of the probed lists
         "refine": 2 * n * nodes * fetch * dim,  # every part re-scores its own candidates
         "merge": 2 * n * nodes,
@@ -399,7 +394,7 @@ def nodes_for_memory(n: int, dim: int, node_gib: float, usable: float = 0.85, ba
 
 def nodes_for_time(n: int, dim: int, target_s: float, fixed: dict, max_nodes: int = 1 << 20) -> int | None:
     """Fewest nodes (at least the memory's) that finish within target_s, None where no count does. Wall time
-    is a/nodes + b + c nodes (b: the driver's stages and the replicated coarse ranking and re-scoring; c: the
+    is a/nodes + b + c nodes (b: the driver's stages and the re-scoring each part repeats; c: the
     driver merges one partial list per node), so it falls to a minimum and rises again: nodes double until the
     target is met (then bisect) or the time rises (then no count meets it). `fixed` holds project()'s other
     arguments and node_gib."""
@@ -564,7 +559,7 @@ def main(argv: list[str] | None = None) -> dict:
     for miss in unmet:
         print(
             f"{miss['rows_a_side']:,} x {miss['dim']} ({miss['scaling']}): no node count finishes in "
-            f"{args.target_hours} h (the stages more nodes do not shorten, the coarse ranking, the re-scoring and "
+            f"{args.target_hours} h (the stages more nodes do not shorten, the re-scoring each part repeats and "
             "the driver's, alone take longer)",
             flush=True,
         )

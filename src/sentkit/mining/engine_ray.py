@@ -25,6 +25,7 @@ import resource
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import zip_longest
 
 import numpy as np
 
@@ -289,10 +290,10 @@ class RayEngine:
         try:
             if self.actors:
                 records = self._all("record")
-                peaks = [r.get("peak_rss_mib", 0.0) for r in records]
-                self.peak_rss_mib = [max(a, b) for a, b in zip(self.peak_rss_mib, peaks)] or peaks
-                if len(self.peak_rss_mib) < len(peaks):
-                    self.peak_rss_mib = peaks
+                peaks = [r.get("peak_rss_mib", 0.0) for r in records]  # worker i's, over both directions
+                self.peak_rss_mib = [
+                    max(a, b) for a, b in zip_longest(self.peak_rss_mib, peaks, fillvalue=0.0)
+                ]
         finally:
             self._stop_workers()
         return records

@@ -52,9 +52,8 @@ class MemoryWork:
     """The work record of a run without a folder (the library's `mine` on vectors): lists in memory, nothing
     resumed."""
 
-    resumed = {"forward": 0, "backward": 0}
-
     def __init__(self) -> None:
+        self.resumed = {"forward": 0, "backward": 0}  # query blocks a stopped run had finished
         self.values: dict[tuple[str, str], object] = {}
         self.lists: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -97,7 +96,6 @@ class WorkFolder(MemoryWork):
         self.identity = json.loads(json.dumps(identity))  # as it reads back from JSON
         check_output_node(self.path, "directory")
         manifest = self.path / MANIFEST
-        self.resumed = {"forward": 0, "backward": 0}
         if manifest.is_file():
             self.data = self._read(manifest)
             changed = first_difference(self.data.get("identity"), self.identity)
