@@ -48,9 +48,9 @@ understatement of the refine stage). docs/lab/mining-distributed.md gives both s
 Each worker keeps its part's float32 rows in memory for re-scoring, its codes and ids, and one copy of the
 shared coarse quantizer (lists x d float32). A worker holds its rows only up to half of what its node has
 available (key_part.half_available_memory) and reads candidates back from the shards above that, which this
-model does not cover, so the memory's node count keeps the rows within half of `usable`. The driver holds both
-directions' (n, k) lists (memory maps in the work folder, read in after the searches), their completed copies
-and the exchange's or the retrieval's arrays (driver_bytes_per_row). Query blocks reach every node over a
+model does not cover, so the memory's node count keeps the rows within half of `usable`. The driver keeps both
+directions' (n, k) lists on disk (memory maps in the work folder, read in chunks) and holds what grows with the
+rows after the searches: the proposals and the retrieval's arrays (driver_bytes_per_row, measured). Query blocks reach every node over a
 network of `--network-gbit` (not fitted: an assumption). Both directions run one after the other. Memory per
 node and the node count follow from the part sizes; a second node count meets `--target-hours`.
 
@@ -81,10 +81,8 @@ ID_BYTES = 8  # FAISS stores an int64 id beside each code
 # the coarse ranking and the re-scoring are query x key x dim products: priced at exact search's fitted cost,
 # else at the recall check's (an exact search of sampled queries, the same products)
 PRODUCT_COST_FROM = ("search_flat", "recall")
-# the driver's transient arrays (driver_bytes_per_row): exchange.exchanged's, 54 + 9 k bytes per (n, k) entry
-# of the list it completes; margin.best_proposals' (n,) proposals and retrieval.select_proposals' arrays
-EXCHANGE_BYTES_PER_ENTRY = (54, 9)
-RETRIEVAL_BYTES_PER_ROW = 150
+# the driver's memory per row after the searches, measured by bench/mine_driver_memory.py
+DRIVER_MEMORY = Path(__file__).resolve().parents[1] / "docs" / "results" / "mine_driver_memory.json"
 HOLD_SHARE = 0.5  # a worker holds its part's float32 rows up to half its node's available memory (key_part)
 RECALL_TARGET = 0.95
 SIZES = (100_000_000, 1_000_000_000)
@@ -295,17 +293,12 @@ def product_cost(costs: dict) -> tuple[str | None, float | None]:
     return None, None
 
 
-def driver_bytes_per_row(k: int) -> float:
-    """The driver's peak bytes per row of one side: both directions' (n, k) similarities (float32) and rows
-    (int64), read in from the work folder's memory maps, and their completed copies (exchange.exchanged); on
-    top, the larger of two transients. Completing a list: the other list's entries as np.nonzero's two int64
-    arrays, the gathered rows, similarities and k-th similarities, two filters, their filtered copies, and
-    the (entries, k) int64 gather of the query's own list that finds pairs already on it (54 + 9 k bytes an
-    entry). Then scoring block by block and retrieval: (n,) proposals both ways, the 2n concatenated rows,
-    scores and sort order, and the one-to-one matching's kept proposals (about 150 bytes a row)."""
-    lists = 2 * k * (4 + 8)
-    fixed, per_k = EXCHANGE_BYTES_PER_ENTRY
-    return 2 * lists + max(k * (fixed + per_k * k), RETRIEVAL_BYTES_PER_ROW)
+def driver_bytes_per_row(measured: Path = DRIVER_MEMORY) -> float:
+    """The driver's bytes per row of one side after the searches: bench/mine_driver_memory.py's measured growth
+    per row (its results file). The lists stay on disk in the work folder and are read in chunks; what grows
+    with the rows is the (n,) proposals both ways and the retrieval's 2n concatenated proposals, scores and
+    sort order."""
+    return float(json.loads(measured.read_text(encoding="utf-8"))["driver_bytes_per_row"])
 
 
 def project(
@@ -377,7 +370,7 @@ def project(
         "dominant_stage": dominant,
         "dominant_share": round(seconds[dominant] / wall, 3) if wall else None,
         "worker_memory_gib": round(worker_bytes / 2**30 + worker_base_gib, 1),
-        "driver_memory_gib": round(n * driver_bytes_per_row(k) / 2**30 + worker_base_gib, 1),
+        "driver_memory_gib": round(n * driver_bytes_per_row() / 2**30 + worker_base_gib, 1),
         "not_fitted": missing,
     }
 

@@ -130,11 +130,11 @@ def test_the_projection_follows_its_formulas():
     # memory: 1e8 x (4 x 384 + 96 + 8) bytes of rows, codes and ids + the centroids + 1 GiB of process
     worker = (1e8 * 1640 + 16_384 * 384 * 4) / 2**30 + 1
     assert p["worker_memory_gib"] == pytest.approx(worker, abs=0.05)
-    # the driver at k 4: both directions' lists and their completed copies, 4 x 4 x 12 = 192 bytes a row, and
-    # the exchange's 54 + 9 x 4 = 90 bytes an entry (360 a row, above the retrieval's 150)
-    assert model.driver_bytes_per_row(4) == 192 + 360
-    assert model.driver_bytes_per_row(1) == 48 + 150  # k 1: the retrieval's arrays are the larger
-    assert p["driver_memory_gib"] == pytest.approx(1e8 * 552 / 2**30 + 1, abs=0.05)
+    # the driver: the measured bytes a row (bench/mine_driver_memory.py's results file) x 1e8 rows + 1 GiB
+    assert p["driver_memory_gib"] == pytest.approx(1e8 * model.driver_bytes_per_row() / 2**30 + 1, abs=0.05)
+    assert (
+        50 < model.driver_bytes_per_row() < 200
+    )  # (n,) proposals and 2n sorted proposals: tens of bytes each
 
 
 def test_the_products_are_priced_by_exact_search_else_recall_else_left_out():

@@ -77,3 +77,26 @@ def test_missing_entries_stay_missing_unless_the_other_direction_fills_them():
     out_s, out_i, gained = exchanged(sims, nn, other_sims, other_nn)
     np.testing.assert_array_equal(out_i, [[0, -1], [1, 0]])
     assert out_s[1, 1] == pytest.approx(0.3) and out_s[0, 1] == -np.inf and gained == 1
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64])
+def test_merged_chunk_by_chunk_the_lists_are_the_one_pass_lists(chunk, tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(200, 8)).astype(np.float32)
+    y = rng.normal(size=(180, 8)).astype(np.float32)
+    xs, xn, _ = exact_search(_vectors(x), _vectors(y), 4, "float32")
+    ys, yn, _ = exact_search(_vectors(y), _vectors(x), 4, "float32")
+    lost = rng.random(xn.shape) < 0.5  # thinned forward lists: the backward pairs have much to give
+    xs, xn = np.where(lost, -np.inf, xs).astype(np.float32), np.where(lost, -1, xn)
+    order = np.argsort(-xs, axis=1, kind="stable")
+    xs, xn = np.take_along_axis(xs, order, axis=1), np.take_along_axis(xn, order, axis=1)
+    expected_s, expected_i, expected_gained = exchanged(xs, xn, ys, yn)
+    assert expected_gained > 50
+    # written into memory maps, as a mining run's work folder holds them
+    out_s = np.lib.format.open_memmap(tmp_path / "s.npy", mode="w+", dtype=xs.dtype, shape=xs.shape)
+    out_i = np.lib.format.open_memmap(tmp_path / "i.npy", mode="w+", dtype=xn.dtype, shape=xn.shape)
+    from sentkit.mining.exchange import exchanged_into
+
+    assert exchanged_into(xs, xn, ys, yn, out_s, out_i, chunk=chunk) == expected_gained
+    np.testing.assert_array_equal(out_i, expected_i)
+    np.testing.assert_array_equal(out_s, expected_s)

@@ -100,7 +100,12 @@ def mine(
     if is_approximate_record(fwd) or is_approximate_record(bwd):
         start = time.perf_counter()
         own = (x_sims, x_nn), (y_sims, y_nn)
-        (x_sims, x_nn), (y_sims, y_nn), gained = both_exchanged(x_sims, x_nn, y_sims, y_nn)
+        outputs = [
+            work.scratch(direction, f"exchanged_{name}", lists.shape, lists.dtype)
+            for direction, pair in (("forward", own[0]), ("backward", own[1]))
+            for name, lists in zip(("sims", "rows"), pair)
+        ]
+        (x_sims, x_nn), (y_sims, y_nn), gained = both_exchanged(x_sims, x_nn, y_sims, y_nn, outputs)
         fwd["from_other_direction"], bwd["from_other_direction"] = gained
         timings["exchange_s"] = round(time.perf_counter() - start, 2)
         start = time.perf_counter()

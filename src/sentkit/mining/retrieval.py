@@ -63,15 +63,15 @@ def _one_to_one(src, trg, score, order) -> tuple[np.ndarray, np.ndarray, np.ndar
     """Greedy best-first matching: a proposal is kept when neither its x nor its y is paired yet."""
     seen_src = np.zeros(int(src.max(initial=-1)) + 1, dtype=bool)
     seen_trg = np.zeros(int(trg.max(initial=-1)) + 1, dtype=bool)
-    keep = []
+    kept = np.zeros(len(order), dtype=bool)  # by position in `order`: one byte a proposal
     for start in range(0, len(order), CHUNK):  # Python ints for a chunk at a time, not for every proposal
         chunk = order[start : start + CHUNK]
-        for i, s, t in zip(chunk.tolist(), src[chunk].tolist(), trg[chunk].tolist()):
+        for at, (s, t) in enumerate(zip(src[chunk].tolist(), trg[chunk].tolist()), start):
             if seen_src[s] or seen_trg[t]:
                 continue
             seen_src[s] = seen_trg[t] = True
-            keep.append(i)
-    keep = np.array(keep, dtype=np.int64)
+            kept[at] = True
+    keep = order[kept]
     return src[keep].astype(np.int64), trg[keep].astype(np.int64), score[keep]
 
 

@@ -83,6 +83,10 @@ class MemoryWork:
     def put_array(self, direction: str, name: str, value: np.ndarray) -> None:
         self.values[(direction, name)] = value
 
+    def scratch(self, direction: str, name: str, shape: tuple, dtype) -> np.ndarray:
+        """An array for intermediate lists, recomputed by every run (never resumed from)."""
+        return np.empty(shape, dtype=dtype)
+
     def remove(self) -> None:
         pass
 
@@ -222,6 +226,12 @@ class WorkFolder(MemoryWork):
         record = self._direction(direction)
         record["arrays"] = sorted(set(record.get("arrays", [])) | {name})
         self._save()
+
+    def scratch(self, direction: str, name: str, shape: tuple, dtype) -> np.ndarray:
+        """A memory map in the folder for intermediate lists (the exchanged lists: as large as the lists
+        themselves), recomputed by every run and never listed in the manifest."""
+        path = self.path / f"{direction}.{name}.scratch.npy"
+        return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
 
     def remove(self) -> None:
         """The run is written: its work folder goes."""
