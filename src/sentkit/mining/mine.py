@@ -268,6 +268,7 @@ def output_lock(out: str | Path) -> Iterator[None]:
 def _mine_locked(
     request: MineRequest, paths: dict[str, str], load_model: Callable | None, log: Callable[[str], None]
 ) -> dict:
+    revision = source_revision()  # the code as the run starts (the tree may change while a long run goes on)
     resolve_device(request.config.index.exact_device)  # --exact-device cuda without a GPU: before any work
     is_folder = {name: _is_shard_folder(path) for name, path in paths.items()}
     if not all(is_folder.values()) and not request.model:
@@ -376,7 +377,7 @@ def _mine_locked(
         "timings": timings,
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "versions": package_versions() | {"faiss": faiss.__version__},
-        **source_revision(),
+        **revision,
         "machine": machine_info(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
