@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import resource
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -138,6 +139,10 @@ class RayEngine:
         self.k = 0
         self.nodes: set[str] = set()
         self.peak_rss_mib: list[float] = []
+        self.seconds = {
+            "put_s": 0.0,
+            "merge_s": 0.0,
+        }  # the driver's: query blocks into the object store, merges
 
     @property
     def workers(self) -> int:
@@ -195,20 +200,27 @@ class RayEngine:
         except Exception as err:
             raise user_error(err) from None
 
-    def search(self, queries: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _put(self, value):
+        start = time.perf_counter()
         with quiet():
-            ref = self.ray.put(queries)
-        return merged(self._all("search", ref, nprobe), self.k)
+            ref = self.ray.put(value)
+        self.seconds["put_s"] += time.perf_counter() - start
+        return ref
+
+    def _merged(self, results: list) -> tuple[np.ndarray, np.ndarray]:
+        start = time.perf_counter()
+        out = merged(results, self.k)
+        self.seconds["merge_s"] += time.perf_counter() - start
+        return out
+
+    def search(self, queries: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        return self._merged(self._all("search", self._put(queries), nprobe))
 
     def tuning_search(self, queries: np.ndarray, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
-        with quiet():
-            ref = self.ray.put(queries)
-        return merged(self._all("tuning_search", ref, nprobe), self.k)
+        return self._merged(self._all("tuning_search", self._put(queries), nprobe))
 
     def exact(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        with quiet():
-            ref = self.ray.put(queries)
-        return merged(self._all("exact", ref), self.k)
+        return self._merged(self._all("exact", self._put(queries)))
 
     def search_blocks(
         self, blocks: Iterable[tuple[int, np.ndarray]], nprobe: int | None
@@ -226,8 +238,8 @@ class RayEngine:
             if item is None:
                 return False
             block, queries = item
+            ref = self._put(queries)
             with quiet():
-                ref = self.ray.put(queries)
                 refs = [a.search.remote(ref, nprobe, load) for a, load in zip(self.actors, self.loads)]
                 pending.append((block, refs))
             return True
@@ -236,7 +248,7 @@ class RayEngine:
             pass
         while pending:
             block, refs = pending.popleft()
-            sims, rows = merged(self._get(refs), self.k)
+            sims, rows = self._merged(self._get(refs))
             submit()
             yield block, sims, rows
             if self.on_block is not None:
@@ -255,8 +267,8 @@ class RayEngine:
                 return None
             block, queries = item
             bounds = np.linspace(0, len(queries), len(self.actors) + 1).round().astype(int)
+            ref = self._put(queries)
             with quiet():
-                ref = self.ray.put(queries)
                 refs = [
                     actor.coarse.remote(ref, int(lo), int(hi), nprobe, load)
                     for actor, load, lo, hi in zip(self.actors, self.loads, bounds[:-1], bounds[1:])
@@ -269,13 +281,13 @@ class RayEngine:
             block, ref, refs = current
             ranked = self._get(refs)
             assigned = (np.concatenate([r[0] for r in ranked]), np.concatenate([r[1] for r in ranked]))
+            shared = self._put(assigned)
             with quiet():
-                shared = self.ray.put(assigned)
                 searches = [
                     a.search.remote(ref, nprobe, load, shared) for a, load in zip(self.actors, self.loads)
                 ]
             current = rank(next(source, None))
-            sims, rows = merged(self._get(searches), self.k)
+            sims, rows = self._merged(self._get(searches))
             yield block, sims, rows
             if self.on_block is not None:
                 self.on_block(self, block)
@@ -316,6 +328,7 @@ class RayEngine:
             "gpus_per_worker": self.layout.gpus_per_worker,
             "threads_per_worker": self.layout.threads,
             "worker_peak_rss_mib": [round(p, 1) for p in self.peak_rss_mib],
+            **{name: round(value, 2) for name, value in self.seconds.items()},
         }
 
     def shutdown(self) -> None:

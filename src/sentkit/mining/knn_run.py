@@ -105,10 +105,16 @@ def knn_direction(
         start = time.perf_counter()
         finished = blocks - len(todo)
 
+        read_s = 0.0
+
         def query_blocks():
+            nonlocal read_s
             for block in todo:
                 first = block * BLOCK_ROWS
-                yield block, queries.take(np.arange(first, min(first + BLOCK_ROWS, queries.n)))
+                began = time.perf_counter()
+                rows = queries.take(np.arange(first, min(first + BLOCK_ROWS, queries.n)))
+                read_s += time.perf_counter() - began
+                yield block, rows
 
         for block, block_sims, block_rows in engine.search_blocks(query_blocks(), nprobe):
             first = block * BLOCK_ROWS
@@ -123,6 +129,7 @@ def knn_direction(
                     f"{time.perf_counter() - start:.0f} s"
                 )
         timings["blocks_s"] = round(time.perf_counter() - start, 2)
+        timings["read_s"] = round(read_s, 2)
     finally:
         parts = engine.close()
     info |= _record(plan, knobs, parts, keys.n, queries.n, timings, nprobe if plan.approximate else None)
@@ -183,7 +190,11 @@ def _record(
 
     worker_s = round(max((p.get("search_s", 0) for p in parts), default=0), 2)
     common = {"keys": nk, "key_parts": len(parts), "search_s": timings.get("blocks_s", 0.0)}
-    common |= {"worker_search_s": worker_s, "open_s": timings["open_s"]}
+    common |= {
+        "worker_search_s": worker_s,
+        "open_s": timings["open_s"],
+        "read_queries_s": timings.get("read_s", 0.0),
+    }
     if plan.kind == "faiss-flat":
         return {"index": "faiss-flat", "factory": "Flat", "metric": "inner product", **common}
     if not plan.approximate:

@@ -354,6 +354,12 @@ def _mine_locked(
         write_pairs(request.out, mined, x, y)
         timings |= mined.info["timings"] | {"write_s": round(time.perf_counter() - start, 2)}
         engine_record = engine.record()
+        # the driver's share of the searches: reading the query blocks, handing them to workers, merging
+        reads = sum(mined.info["index"][d].get("read_queries_s", 0.0) for d in ("forward", "backward"))
+        timings["read_queries_s"] = round(reads, 2)
+        if "merge_s" in engine_record:
+            timings["transfer_s"] = engine_record["put_s"]
+            timings["merge_s"] = engine_record["merge_s"]
     finally:
         engine.shutdown()
     import faiss
