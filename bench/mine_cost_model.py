@@ -481,6 +481,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--target-hours", type=float, default=24.0, help="also size the cluster to finish in this"
     )
+    ap.add_argument(
+        "--overheads",
+        type=Path,
+        default=None,
+        help="a bench.mine_distributed JSON whose Ray runs fit the driver's merge and transfer costs (the other "
+        "stages come from --from: e.g. a realistic set whose index meets the recall target)",
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     measured = json.loads(args.source.read_text(encoding="utf-8"))
@@ -491,6 +498,13 @@ def main(argv: list[str] | None = None) -> dict:
     if not runs:
         raise SystemExit(f"{args.source}: no runs to fit (bench.mine_distributed writes them)")
     costs = fit([observations(run, rows, dim, host_cores) for run in runs])
+    overheads = None
+    if args.overheads is not None:
+        other = json.loads(args.overheads.read_text(encoding="utf-8"))
+        o_runs, o_rows, o_dim, o_cores = measured_runs(other, args.overheads, None)
+        o_costs = fit([observations(run, o_rows, o_dim, o_cores) for run in o_runs])
+        overheads = {stage: o_costs[stage] for stage in ("merge", "transfer") if stage in o_costs}
+        costs |= overheads
     anchor = nprobe_anchor(runs)
     if anchor is None or "search" not in costs:
         raise SystemExit(
@@ -521,6 +535,7 @@ def main(argv: list[str] | None = None) -> dict:
             "dim": dim,
             "host_cores": host_cores,
             "host": measured.get("machine"),
+            "overheads_from": str(args.overheads) if overheads else None,
         },
         "fit_method": "least squares through the origin per stage: cost = sum(u t) / sum(u^2), u = units/cores",
         "stages": {name: vars(stage) for name, stage in STAGES.items()},
