@@ -114,6 +114,8 @@ class RayEngine:
     ) -> None:
         self.ray = require_ray()
         self.address = address
+        self.actors: list = []
+        self.loads: list = []
         self.started_here = not self.ray.is_initialized()
         if not self.started_here and address:
             raise InvalidArgument("--address: Ray is already initialised in this process")
@@ -125,24 +127,20 @@ class RayEngine:
             node_cpus = [n["Resources"].get("CPU", 0.0) for n in nodes]
             gpus = sum(n["Resources"].get("GPU", 0.0) for n in nodes)
             # without --workers, one worker per node (as many as the smallest node's CPUs hold), each running
-            # a thread per CPU: every key part ranks each query against every list's centroid, so fewer,
-            # larger parts do less of that repeated work than one part per CPU would
+            # a thread per CPU: every key part re-scores its own candidates and the driver merges one list per
+            # part, so fewer, larger parts do less of that repeated work than one part per CPU would
             threads = None if workers else max(1, int(min((c for c in node_cpus if c > 0), default=1)))
             self.layout = ray_layout(node_cpus, gpus, workers, threads, device)
         except BaseException:
             self.shutdown()
             raise
         self.on_block = on_block  # called with each finished block (tests kill a worker here)
-        self.actors: list = []
-        self.loads: list = []
         self.preassignable = False
         self.k = 0
         self.nodes: set[str] = set()
         self.peak_rss_mib: list[float] = []
-        self.seconds = {
-            "put_s": 0.0,
-            "merge_s": 0.0,
-        }  # the driver's: query blocks into the object store, merges
+        # the driver's seconds: query blocks (and lists chosen) into the object store, the parts' lists merged
+        self.seconds = {"put_s": 0.0, "merge_s": 0.0}
 
     @property
     def workers(self) -> int:
