@@ -1,10 +1,12 @@
 """`sentkit mine`: parallel sentence pairs from two corpora (or their encoded shard folders).
 
-k nearest neighbours both ways (search.py; an approximate index's lists are completed by the pairs the
-other direction found, exchange.py, and their recall measured), candidate scores (margin.py: the ratio
-margin over k, each side's k-NN means taken over the whole other side), retrieval (retrieval.py), an
-optional score threshold, then a TSV sorted by score (score, both row ids, both texts) and a JSON sidecar
-recording the configuration, the index each direction used, counts, timings per stage and versions.
+k nearest neighbours both ways, query block by query block (knn_run.py, on an engine: in process or on Ray
+workers each holding a part of the searched side; the finished blocks kept in a work folder beside the output,
+so a stopped run resumes: work_folder.py); an approximate index's lists completed by the pairs the other
+direction found (exchange.py) and their recall measured; candidate scores (margin.py: the ratio margin over k,
+each side's k-NN means taken over the whole other side), retrieval (retrieval.py), an optional score
+threshold, then a TSV sorted by score (score, both row ids, both texts) and a JSON sidecar recording the
+configuration, the index each direction used, where it ran, counts, timings per stage and versions.
 """
 
 from __future__ import annotations
