@@ -78,18 +78,14 @@ def test_ctrl_c_keeps_the_finished_blocks_and_the_rerun_writes_the_same_bytes(
     assert len(manifest["directions"]["forward"]["done"]) == 5
     assert len(manifest["directions"]["backward"]["done"]) == 2
 
-    searched = []
-    original = knn_run.knn_direction
-
-    def counting(direction, queries, *args, **kwargs):
-        searched.append(direction)
-        return original(direction, queries, *args, **kwargs)
-
     lines = []
     summary = mine_files(_request(sides, out, kind), log=lines.append)
     assert out.read_bytes() == whole.read_bytes()
     assert summary["resumed_blocks"] == {"forward": 5, "backward": 2}
     assert summary["index"]["backward"]["blocks"] == {"rows": BLOCK, "total": 5, "resumed": 2}
+    # the finished forward direction is not searched, nor its keys read or its index filled, again
+    assert summary["index"]["forward"]["key_parts"] is None and summary["index"]["forward"]["open_s"] == 0.0
+    assert summary["index"]["backward"]["key_parts"] == 1
     assert any("resuming (5 forward and 2 backward query blocks finished)" in line for line in lines)
     assert not work_path(out).exists()
 

@@ -72,16 +72,27 @@ def knn_direction(
             work.put_array(direction, "trained_index", trained)
             work.put(direction, "training", training)
         info |= training
-    start = time.perf_counter()
-    engine.open(keys, plan, trained)
-    timings["open_s"] = round(time.perf_counter() - start, 2)
+    timings["open_s"] = 0.0
+    opened = []
+
+    def ready() -> None:
+        """The engine holds this direction's keys (opened at the first search: a direction a stopped run
+        finished is not opened again)."""
+        if not opened:
+            start = time.perf_counter()
+            engine.open(keys, plan, trained)
+            opened.append(True)
+            timings["open_s"] = round(time.perf_counter() - start, 2)
+
     exact_sample = None
+    parts: list[dict] = []
     try:
         nprobe = knobs.get("nprobe")
         lists = ivf_lists(plan.kind) if plan.approximate else None
         if lists and config.recall_target and not config.nprobe:
             tuning = work.get(direction, "nprobe_tuning")
             if tuning is None:
+                ready()
                 start_probe = min(nprobe or DEFAULT_NPROBE, lists)
                 _, tuning = tune_nprobe(
                     start_probe,
@@ -98,10 +109,12 @@ def knn_direction(
             nprobe = tuning["chosen"]
             info["nprobe_tuning"] = tuning
         if plan.approximate:
-            exact_sample = _recall_sample(direction, queries, engine, work, config)
+            exact_sample = _recall_sample(direction, queries, engine, work, config, ready)
         sims, rows = work.neighbour_lists(direction, queries.n, plan.k)
         blocks = blocks_of(queries.n)
         todo = [b for b in range(blocks) if b not in work.done(direction)]
+        if todo:
+            ready()
         start = time.perf_counter()
         finished = blocks - len(todo)
 
@@ -131,7 +144,8 @@ def knn_direction(
         timings["blocks_s"] = round(time.perf_counter() - start, 2)
         timings["read_s"] = round(read_s, 2)
     finally:
-        parts = engine.close()
+        if opened:
+            parts = engine.close()
     info |= _record(plan, knobs, parts, keys.n, queries.n, timings, nprobe if plan.approximate else None)
     info["blocks"] = {
         "rows": BLOCK_ROWS,
@@ -159,7 +173,7 @@ def _train(keys, factory: str, train_rows: int | None, seed: int) -> tuple[np.nd
     return faiss.serialize_index(index), record
 
 
-def _recall_sample(direction: str, queries, engine, work, config: IndexConfig) -> dict:
+def _recall_sample(direction: str, queries, engine, work, config: IndexConfig, ready) -> dict:
     """The exact neighbours of the recall check's sampled queries (recall.sampled_queries with the seed),
     found by the engine over every key part; kept in the work folder."""
     picked = work.array(direction, "recall_picked")
@@ -169,6 +183,7 @@ def _recall_sample(direction: str, queries, engine, work, config: IndexConfig) -
         if record is not None and sims is not None and rows is not None:
             return {"picked": picked, "sims": sims, "rows": rows, **record}
     picked = sampled_queries(queries.n, config.recall_queries, config.seed)
+    ready()
     start = time.perf_counter()
     sims, rows = engine.exact(queries.take(picked))
     record = {"seconds": time.perf_counter() - start, "dtype": config.exact_dtype, "device": "workers"}
@@ -189,7 +204,8 @@ def _record(
         return sum(part.get(key, 0) for part in parts)
 
     worker_s = round(max((p.get("search_s", 0) for p in parts), default=0), 2)
-    common = {"keys": nk, "key_parts": len(parts), "search_s": timings.get("blocks_s", 0.0)}
+    # key_parts None: the direction was finished by a stopped run and not searched again
+    common = {"keys": nk, "key_parts": len(parts) or None, "search_s": timings.get("blocks_s", 0.0)}
     common |= {
         "worker_search_s": worker_s,
         "open_s": timings["open_s"],
