@@ -49,6 +49,16 @@ def _mine_cli(tmp_path, *flags):
 
 
 # ---- factory strings and index flags: refused when parsed --------------------------------------------------
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
+def test_mine_refuses_a_non_finite_threshold_when_parsing(tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as exit_:
+        _mine_cli(tmp_path, f"--threshold={value}")  # -inf as its own word reads as a flag
+    assert exit_.value.code == 2
+    assert f"argument --threshold: expected a finite number, got '{value}'" in capsys.readouterr().err
+    with pytest.raises(InvalidArgument, match="threshold must be a finite number"):
+        MineConfig(threshold=float(value))
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [

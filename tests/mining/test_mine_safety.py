@@ -145,28 +145,6 @@ def test_mine_refuses_a_side_with_no_rows_naming_it(tmp_path, capsys, lines, say
     assert not out.exists()
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
-def test_mine_refuses_a_non_finite_threshold_when_parsing(tmp_path, capsys, value):
-    src, tgt = _write(tmp_path / "de.txt", DE), _write(tmp_path / "en.txt", EN)
-    args = [
-        "mine",
-        "--src",
-        str(src),
-        "--tgt",
-        str(tgt),
-        "--model",
-        "ngram",
-        "--out",
-        str(tmp_path / "p.tsv"),
-    ]
-    with pytest.raises(SystemExit) as exit_:
-        main([*args, f"--threshold={value}"])  # -inf as its own word reads as a flag
-    assert exit_.value.code == 2
-    assert f"argument --threshold: expected a finite number, got '{value}'" in capsys.readouterr().err
-    with pytest.raises(InvalidArgument, match="threshold must be a finite number"):
-        MineConfig(threshold=float(value))
-
-
 # ---- a model mismatch is refused before the text side is encoded -------------------------------------------
 class SpyEncoder(NgramEncoder):
     """NgramEncoder that records every sentence it encodes."""
