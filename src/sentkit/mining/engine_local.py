@@ -21,9 +21,6 @@ class LocalEngine:
         """Hold `keys` (the direction's searched side) for the searches that follow."""
         self.part = KeyPart(keys, 0, plan, trained)
 
-    def search(self, queries: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        return self.part.search(queries, nprobe)
-
     def tuning_search(self, queries: np.ndarray, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
         return self.part.tuning_search(queries, nprobe)
 
@@ -35,7 +32,7 @@ class LocalEngine:
     ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(block id, sims, rows) of each (block id, unit query rows), in order."""
         for block, queries in blocks:
-            yield (block, *self.search(queries, nprobe))
+            yield (block, *self.part.search(queries, nprobe))
 
     def close(self) -> list[dict]:
         """The part's record; the keys are let go."""

@@ -211,9 +211,6 @@ class RayEngine:
         self.seconds["merge_s"] += time.perf_counter() - start
         return out
 
-    def search(self, queries: np.ndarray, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        return self._merged(self._all("search", self._put(queries), nprobe))
-
     def tuning_search(self, queries: np.ndarray, nprobe: int) -> tuple[np.ndarray, np.ndarray]:
         return self._merged(self._all("tuning_search", self._put(queries), nprobe))
 

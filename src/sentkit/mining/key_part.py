@@ -133,7 +133,8 @@ class KeyPart:
 
     def exact(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The exact top k' of `queries` among this part's keys (recall checks, nprobe tuning), side rows."""
-        keys = self.searcher.keys if self.searcher is not None else self.keys
+        table = self.searcher.table if self.searcher is not None else None  # the rows kept for re-scoring
+        keys = UnitRows(table) if table is not None else self.keys
         sims, rows, _ = exact_search(
             UnitRows(queries), keys, self.k, self.plan.exact_dtype, self.plan.exact_device
         )
