@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from test_divergence import RaiseLr
 from transformers import TrainerCallback
 
 from sentkit.cli import main
@@ -31,18 +32,6 @@ def tiny(tmp_path, data_root):
 def mean_config(tmp_path, model_dir, **kw):
     # mean pooling: a randomly initialised [CLS] sends every sentence the same way (no structure to lose)
     return tiny_config(tmp_path, model_dir, pooling="mean", **kw)
-
-
-class RaiseLr(TrainerCallback):
-    """Sets every optimizer group's lr to `lr` as optimizer step `step` begins."""
-
-    def __init__(self, step: int, lr: float) -> None:
-        self.step, self.lr = step, lr
-
-    def on_step_begin(self, args, state, control, optimizer=None, **kwargs):
-        if state.global_step == self.step - 1:
-            for group in optimizer.param_groups:
-                group["lr"] = self.lr
 
 
 def _load(path):
