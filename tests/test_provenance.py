@@ -8,6 +8,7 @@ import platform
 import random
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,7 +16,14 @@ import torch
 
 import sentkit.provenance as provenance
 from sentkit.evaluate import evaluate
-from sentkit.provenance import cpu_info, machine_info, package_versions, seed_everything, source_revision
+from sentkit.provenance import (
+    ISA_CAPS,
+    cpu_info,
+    machine_info,
+    package_versions,
+    seed_everything,
+    source_revision,
+)
 from sentkit.tasks.task import Task
 
 
@@ -45,6 +53,29 @@ def test_machine_info_and_versions_describe_this_process():
     versions = package_versions()
     assert versions["numpy"] == np.__version__ and versions["torch"] == torch.__version__
     assert versions["python"] == platform.python_version()
+
+
+def test_machine_info_records_an_instruction_set_cap_and_the_kernels_torch_then_runs():
+    """A run capped below its CPU (docs/seeds.md) says so: the cap's variable and torch's kernel level."""
+    script = "import json; from sentkit.provenance import machine_info; print(json.dumps(machine_info()))"
+    env = {k: v for k, v in os.environ.items() if k not in ISA_CAPS}
+    plain = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True
+        ).stdout
+    )
+    assert "isa_caps" not in plain
+    capped = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**env, "ATEN_CPU_CAPABILITY": "default"},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    capped = json.loads(capped)
+    assert capped["isa_caps"] == {"ATEN_CPU_CAPABILITY": "default"}
+    assert capped["torch_cpu_capability"] == "DEFAULT"  # no vector kernels at all: lower than any x86 host's
+    assert plain["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 _VNNI_HOST = """processor\t: 0

@@ -138,8 +138,17 @@ def onnxruntime_providers() -> list[str] | None:
     return list(onnxruntime.get_available_providers())
 
 
+# environment variables that cap the vector instruction set of torch's kernels, MKL and oneDNN below what
+# the CPU reports: a run on a newer CPU capped at an older one's set repeats that one's arithmetic
+# (docs/seeds.md#repeating-a-run-to-the-last-digit)
+ISA_CAPS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+
+
 def machine_info() -> dict[str, object]:
     info: dict[str, object] = {"platform": platform.platform(), "cpus": os.cpu_count(), "cpu": cpu_info()}
+    caps = {name: os.environ[name] for name in ISA_CAPS if os.environ.get(name)}
+    if caps:
+        info["isa_caps"] = caps
     providers = onnxruntime_providers()
     if providers is not None:
         info["onnxruntime_providers"] = providers
@@ -147,6 +156,7 @@ def machine_info() -> dict[str, object]:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
+        info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
         info["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     except ImportError:
         pass
