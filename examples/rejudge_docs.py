@@ -3,12 +3,15 @@ example's current claims (the paper's effects included), correct the secondary v
 then write what docs/results.md and the method pages quote: docs/results/verdicts.json, and the "Against
 the baseline" section of each docs/results/tables/*.md and docs/results/confirm/*.md.
 
-The development runs' results files (FILES) keep no per-item values (the evaluations under each run's
-evals/ are not committed), so every seed-aware record is rebuilt from the per-seed differences and the
-item-level CI the summary keeps, the items' variance read off that CI's width (`seeds.rejudge`, source
-"summary"): an approximation of what the example computes from the items, and labelled so in both outputs.
-The confirmation runs' files (CONFIRM) keep the records their example computed from the per-item values
-when it ran (source "items"); they are taken as they are.
+Where a results file has a per-item folder (ITEMS: the same command run again, whose every score equals
+the file's to the last digit, with its evaluations committed; docs/results.md, "Recomputing the
+verdicts"), its seed-aware records are computed from those per-item values (`seeds.rejudge`, source
+"items"), after checking that the scores agree. The other development runs' files (FILES) keep no per-item
+values, so their records are rebuilt from the per-seed differences and the item-level CI the summary
+keeps, the items' variance read off that CI's width (source "summary"): an approximation of what the
+example computes from the items, and labelled so in both outputs. The confirmation runs' files (CONFIRM)
+keep the records their example computed from the per-item values when it ran (source "items"); they are
+taken as they are (tests/test_results_page.py recomputes them from their per-item folders).
 
 Multiplicity (docs/results.md, "Reading the verdicts"): in each file, the comparison a method's
 pre-registered main claim names (PRIMARY, docs/preregistration.md) keeps its verdict; every other claim and
@@ -45,6 +48,14 @@ CONFIRM = (
     "confirm/emu_50_54.json",
     "confirm/ease_50_54.json",
 )
+# a results file -> the results.json of its per-item folder: the same command run again (capped at the
+# recorded host's instruction set, docs/seeds.md#repeating-a-run-to-the-last-digit), every score the same
+ITEMS = {
+    "jcse_minilm.json": "jcse_minilm_items/results.json",
+    "amr_retrofit.json": "amr_retrofit_items/results.json",
+    "confirm/jcse.json": "confirm/jcse_items/results.json",
+    "confirm/amr.json": "confirm/amr_items/results.json",
+}
 # (method, baseline, task) of the pre-registered main claim, in the files that hold it (Emu's and EASE's
 # confirmations compare on held-out items, in confirm/*_holdout/, so their example files hold none)
 PRIMARY = {
@@ -69,6 +80,10 @@ APPROXIMATION = (
     "differences and the items' 95% CI, whose width gives the item-level variance, because the per-item "
     "values are not kept in docs/results. They are close to, not identical with, what the example computes "
     "from the items (`python examples/rejudge_docs.py`)."
+)
+FROM_ITEMS = (
+    "The seed-aware columns are computed from the per-item values in docs/results/{folder}/: the same "
+    "command run again, every score equal to this run's to the last digit."
 )
 MULTIPLICITY = (
     "Exploratory rows: every row but the pre-registered main claim's (docs/preregistration.md) is judged "
@@ -99,10 +114,24 @@ def current_claims(data: dict) -> list:
     return []  # train_jcse: the paper prints no effect, the file's claims are today's
 
 
-def judge(path: Path) -> tuple[list[dict], list[dict]]:
-    """(the rejudged rows, the file's claims as its summary holds them)."""
+def same_scores(path: Path, again: Path) -> None:
+    """Refuse a per-item folder whose run scored any model, seed or task differently from `path`."""
+    recorded = json.loads(path.read_text(encoding="utf-8"))["scored"]
+    rerun = json.loads(again.read_text(encoding="utf-8"))["scored"]
+    for seed, rows in recorded.items():
+        for row, entry in rows.items():
+            scores = rerun.get(seed, {}).get(row, {}).get("scores")
+            if scores != entry["scores"]:
+                raise SystemExit(f"{again}: {row} at seed {seed} does not score what {path} records")
+
+
+def judge(path: Path, items: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """(the rejudged rows, the file's claims as its summary holds them); from the per-item values of
+    `items` (a rerun's results.json with the same scores) when given."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    judged = rejudge(path, current_claims(data))
+    if items is not None:
+        same_scores(path, items)
+    judged = rejudge(items or path, current_claims(data))
     directions = {(c["method"], c["baseline"]): c["direction"] for c in data["summary"]["claims"]}
     for row in judged:
         row["direction"] = directions[(row["method"], row["baseline"])]
@@ -241,19 +270,27 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     record = {
         "about": "Seed-aware verdicts of the examples' results files (examples/rejudge_docs.py). Files "
-        "outside confirm/: " + APPROXIMATION + " " + MULTIPLICITY,
+        "outside confirm/ without a per-item folder (source summary): " + APPROXIMATION + " " + MULTIPLICITY,
         "multiplicity": METHOD,
         "files": {},
     }
     for name in (*FILES, *CONFIRM):
         path = args.results / name
-        judged, summary_claims = (stored if name in CONFIRM else judge)(path)
+        items = args.results / ITEMS[name] if name in ITEMS else None
+        if name in CONFIRM:
+            if items is not None:
+                same_scores(path, items)
+            judged, summary_claims = stored(path)
+        else:
+            judged, summary_claims = judge(path, items)
         correct(judged, PRIMARY.get(name))
         claims = with_rows(summary_claims, judged)
         record["files"][name] = judged
         rows = {key: Row(**row) for key, row in json.loads(path.read_text(encoding="utf-8"))["rows"].items()}
         table = path.with_suffix(".md") if name in CONFIRM else args.results / "tables" / f"{path.stem}.md"
-        note = MULTIPLICITY if name in CONFIRM else f"{APPROXIMATION}\n\n{MULTIPLICITY}"
+        note = MULTIPLICITY if name in CONFIRM or items else f"{APPROXIMATION}\n\n{MULTIPLICITY}"
+        if items is not None and name not in CONFIRM:
+            note = f"{FROM_ITEMS.format(folder=Path(ITEMS[name]).parent)}\n\n{note}"
         rewrite_section(table, against_baseline_markdown(claims, rows, note=note))
         print(f"{path}: {len(judged)} rows -> {table}")
     record["ten_seeds"] = ten_seeds(args.results)

@@ -788,18 +788,81 @@ def test_overlap_json_is_what_holdout_overlap_computes(data_root, monkeypatch, t
                 assert got["ci"] == pytest.approx(want["ci"], rel=1e-9, abs=1e-12)
 
 
-def test_which_confirmations_recompute_from_the_repository():
-    """Emu's and EASE's confirmations have every per-item sidecar beside their results (their tests above
-    recompute them); JCSE's and AMR's name evaluations the repository does not hold, and the page says
-    that their verdicts cannot be recomputed from it."""
+def per_item_folders() -> dict[str, str]:
+    """rejudge_docs.ITEMS: a results file -> the results.json of its per-item folder."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from rejudge_docs import ITEMS
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    return ITEMS
+
+
+def test_every_confirmation_recomputes_from_the_repository():
+    """Emu's and EASE's held-out runs keep every per-item sidecar beside their results; JCSE's and AMR's
+    files have a per-item folder whose run scored every model, seed and task as the file records, and
+    every evaluation it names is there with its per-item values."""
     for folder in ("emu_holdout", "ease_holdout", "emu_holdout_50_54", "ease_holdout_50_54"):
         files = sorted((RESULTS / "confirm" / folder).glob("*/*.json"))
         assert len(files) == 10 and all(f.with_suffix(".items.npz").is_file() for f in files)
-    for name in ("jcse", "amr"):
-        data = load(f"confirm/{name}.json")
-        named = [e["results"] for rows in data["scored"].values() for e in rows.values()]
-        assert named and not any((RESULTS / "confirm" / path).exists() for path in named)
-    assert "these two\nverdicts cannot be recomputed from it" in PAGE.read_text(encoding="utf-8")
+    items = per_item_folders()
+    for name in ("confirm/jcse.json", "confirm/amr.json", "jcse_minilm.json", "amr_retrofit.json"):
+        rerun = RESULTS / items[name]
+        data = json.loads(rerun.read_text(encoding="utf-8"))
+        assert set(data["scored"]) == set(load(name)["scored"]) and data["seeds"] == load(name)["seeds"]
+        for rows in data["scored"].values():
+            for entry in rows.values():
+                evaluation = rerun.parent / entry["results"]
+                record = json.loads(evaluation.read_text(encoding="utf-8"))
+                assert record["machine"]["torch_cpu_capability"] == "AVX2", evaluation  # the recorded host's
+                if record.get("items_file"):
+                    assert (evaluation.parent / record["items_file"]).is_file(), evaluation
+    assert "cannot be recomputed" not in PAGE.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["confirm/jcse.json", "confirm/amr.json"])
+def test_a_confirmations_per_item_folder_recomputes_every_claim_it_records(name, monkeypatch):
+    """The example's seed-aware records, computed from the per-item values it had when it ran, are what
+    the committed per-item values give again: every claim and task, the primary one included."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from rejudge_docs import same_scores
+    from seeds import rejudge
+
+    rerun = RESULTS / per_item_folders()[name]
+    same_scores(RESULTS / name, rerun)
+    fresh = {(r["method"], r["baseline"], r["task"]): r for r in rejudge(rerun)}
+    claims = load(name)["summary"]["claims"]
+    assert len(fresh) == sum(len(c["tasks"]) for c in claims) > 0
+    for claim in claims:
+        for task, row in claim["tasks"].items():
+            got = fresh[(claim["method"], claim["baseline"], task)]
+            assert got["source"] == "items" and got["verdict"] == row["verdict"]
+            for part in ("pooled", "seed_aware"):
+                for key in ("delta", "ci", "p_value", "detectable", "deltas"):
+                    if key in row[part]:
+                        assert got[part][key] == pytest.approx(row[part][key], rel=1e-9, abs=1e-12), (
+                            task,
+                            key,
+                        )
+
+
+def test_a_per_item_folder_that_scored_differently_is_refused(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from rejudge_docs import same_scores
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    rerun = json.loads((RESULTS / per_item_folders()["confirm/jcse.json"]).read_text(encoding="utf-8"))
+    score = rerun["scored"]["47"]["minilm-en/stage1"]["scores"]["jacsts"]
+    score["main_score"] += 1e-9  # a last digit
+    edited = tmp_path / "results.json"
+    edited.write_text(json.dumps(rerun), encoding="utf-8")
+    with pytest.raises(SystemExit, match="minilm-en/stage1 at seed 47 does not score what"):
+        same_scores(RESULTS / "confirm/jcse.json", edited)
 
 
 def test_an_exploratory_row_is_judged_at_its_holm_p(monkeypatch):
@@ -860,3 +923,34 @@ def test_sentkit_compare_recomputes_the_confirmation_from_the_repository(
     stored = load(f"confirm/{folder}/compare.json")["tasks"][task]["scores"]["main_score"]
     for key in ("delta", "ci", "p_value", "detectable", "deltas"):
         assert fresh[key] == pytest.approx(stored[key], rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize(
+    "name,a,b,task",
+    [
+        ("confirm/jcse.json", "seed{}/minilm-en_unsup", "seed{}/minilm-en_stage1", "jacsts"),
+        ("confirm/amr.json", "once/muse-m_s", "seed{}/muse-m_concat_norm", "sts17"),
+    ],
+)
+def test_sentkit_compare_recomputes_jcse_and_amr_from_their_per_item_folders(
+    name, a, b, task, tmp_path, monkeypatch
+):
+    """The page's commands for the two confirmations run on the per-item folders: one evaluation per seed
+    and side (AMR's text-only baseline is scored once, the untrained start of every pair); the comparison
+    is the main claim's record in the example's results file."""
+    from sentkit.cli import main
+
+    monkeypatch.chdir(ROOT)
+    evals = Path("docs/results") / Path(per_item_folders()[name]).parent / "evals"
+    seeds = load(name)["seeds"]
+    sides = [sorted({str(evals / side.format(s)) for s in seeds}) for side in (a, b)]
+    out = tmp_path / "compare.json"
+    assert main(["compare", "--a", *sides[0], "--b", *sides[1], "--out", str(out)]) == 0
+    fresh = json.loads(out.read_text(encoding="utf-8"))["tasks"][task]["scores"]["main_score"]
+    claim = next(c for c in load(name)["summary"]["claims"] if "(main claim)" in c["says"])
+    row = claim["tasks"][task]
+    assert fresh["seeds"] == len(seeds) == 5
+    assert fresh["delta"] == pytest.approx(row["pooled"]["delta"], rel=1e-9, abs=1e-12)
+    assert fresh["deltas"] == pytest.approx(row["pooled"]["deltas"], rel=1e-9, abs=1e-12)
+    for key in ("ci", "p_value", "detectable"):
+        assert fresh[key] == pytest.approx(row["seed_aware"][key], rel=1e-9, abs=1e-12), key
