@@ -138,10 +138,16 @@ def onnxruntime_providers() -> list[str] | None:
     return list(onnxruntime.get_available_providers())
 
 
-# environment variables that cap the vector instruction set of torch's kernels, MKL and oneDNN below what
-# the CPU reports: a run on a newer CPU capped at an older one's set repeats that one's arithmetic
-# (docs/seeds.md#repeating-a-run-to-the-last-digit)
-ISA_CAPS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+# environment variables that cap the vector instruction set of torch's kernels, MKL, oneDNN and OpenBLAS
+# (numpy's and scipy's) below what the CPU reports: a run on a newer CPU capped at an older one's set
+# repeats that one's arithmetic (docs/seeds.md#repeating-a-run-to-the-last-digit)
+ISA_CAPS = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "OPENBLAS_CORETYPE",
+)
 
 
 def machine_info() -> dict[str, object]:
