@@ -54,3 +54,16 @@ def test_the_index_counts_the_models_the_uncapped_run_scored():
     scored, planned = (sum(len(rows) for rows in r["scored"].values()) for r in (uncapped, recorded))
     index = (ROOT / "docs" / "results-index.md").read_text(encoding="utf-8")
     assert scored < planned and f"stopped after {scored} of its {planned} models" in index
+
+
+def test_the_xnli_accuracies_are_the_recorded_run_and_a_run_without_the_openblas_cap():
+    uncapped = json.loads((ISA / "amr_confirm_openblas_uncapped_partial.json").read_text(encoding="utf-8"))
+    recorded = json.loads((ROOT / "docs/results/confirm/amr.json").read_text(encoding="utf-8"))
+    avx2, avx512 = (
+        r["scored"]["once"]["muse-m/s"]["scores"]["xnli"]["main_score"] for r in (recorded, uncapped)
+    )
+    assert (
+        f"XNLI accuracy in AMR retrofitting's example is {avx2:.1f} with OpenBLAS's\nAVX2 kernels and {avx512:.1f}"
+        in PAGE
+    )
+    assert avx2 != avx512
