@@ -52,7 +52,6 @@ CONFIRM = (
 # recorded host's instruction set, docs/seeds.md#repeating-a-run-to-the-last-digit), every score the same
 ITEMS = {
     "jcse_minilm.json": "jcse_minilm_items/results.json",
-    "amr_retrofit.json": "amr_retrofit_items/results.json",
     "confirm/jcse.json": "confirm/jcse_items/results.json",
     "confirm/amr.json": "confirm/amr_items/results.json",
 }

@@ -788,16 +788,21 @@ def test_overlap_json_is_what_holdout_overlap_computes(data_root, monkeypatch, t
                 assert got["ci"] == pytest.approx(want["ci"], rel=1e-9, abs=1e-12)
 
 
-def per_item_folders() -> dict[str, str]:
-    """rejudge_docs.ITEMS: a results file -> the results.json of its per-item folder."""
+def rejudge_docs():
+    """examples/rejudge_docs.py as a module (it imports examples/seeds.py beside it)."""
+    import importlib
     import sys
 
     sys.path.insert(0, str(ROOT / "examples"))
     try:
-        from rejudge_docs import ITEMS
+        return importlib.import_module("rejudge_docs")
     finally:
         sys.path.remove(str(ROOT / "examples"))
-    return ITEMS
+
+
+def per_item_folders() -> dict[str, str]:
+    """A results file -> the results.json of its per-item folder (rejudge_docs.ITEMS)."""
+    return rejudge_docs().ITEMS
 
 
 def test_every_confirmation_recomputes_from_the_repository():
@@ -808,7 +813,7 @@ def test_every_confirmation_recomputes_from_the_repository():
         files = sorted((RESULTS / "confirm" / folder).glob("*/*.json"))
         assert len(files) == 10 and all(f.with_suffix(".items.npz").is_file() for f in files)
     items = per_item_folders()
-    for name in ("confirm/jcse.json", "confirm/amr.json", "jcse_minilm.json", "amr_retrofit.json"):
+    for name in ("confirm/jcse.json", "confirm/amr.json", "jcse_minilm.json"):
         rerun = RESULTS / items[name]
         data = json.loads(rerun.read_text(encoding="utf-8"))
         assert set(data["scored"]) == set(load(name)["scored"]) and data["seeds"] == load(name)["seeds"]
@@ -849,13 +854,7 @@ def test_a_confirmations_per_item_folder_recomputes_every_claim_it_records(name,
 
 
 def test_a_per_item_folder_that_scored_differently_is_refused(tmp_path):
-    import sys
-
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        from rejudge_docs import same_scores
-    finally:
-        sys.path.remove(str(ROOT / "examples"))
+    same_scores = rejudge_docs().same_scores
     rerun = json.loads((RESULTS / per_item_folders()["confirm/jcse.json"]).read_text(encoding="utf-8"))
     score = rerun["scored"]["47"]["minilm-en/stage1"]["scores"]["jacsts"]
     score["main_score"] += 1e-9  # a last digit
@@ -902,55 +901,59 @@ def test_the_qabot_sentence_is_the_exploratory_row_of_jcse_confirmation():
     assert text in PAGE.read_text(encoding="utf-8")
 
 
+KNN_BODY = "knn-marc-category-body-holdout"
+
+
+def held_out_sides(folder: str, a: str, b: str, task: str) -> tuple[list[Path], list[Path], dict]:
+    """A held-out confirmation's two model folders and the comparison its compare.json stores."""
+    root = Path("docs/results/confirm") / folder
+    return (
+        [root / a],
+        [root / b],
+        load(f"confirm/{folder}/compare.json")["tasks"][task]["scores"]["main_score"],
+    )
+
+
+def per_item_sides(name: str, a: str, b: str, task: str) -> tuple[list[Path], list[Path], dict]:
+    """An example's per-item folder, one evaluation folder per seed and side (a row scored once is the
+    untrained start of every pair), and the main claim's record in the example's results file."""
+    evals = Path("docs/results") / Path(per_item_folders()[name]).parent / "evals"
+    a_side, b_side = ([evals / side.format(s) for s in dict.fromkeys(load(name)["seeds"])] for side in (a, b))
+    row = next(c for c in load(name)["summary"]["claims"] if "(main claim)" in c["says"])["tasks"][task]
+    record = {**row["pooled"], **{k: row["seed_aware"][k] for k in ("ci", "p_value", "detectable")}}
+    return sorted(set(a_side)), sorted(set(b_side)), record
+
+
 @pytest.mark.parametrize(
-    "folder,a,b,task",
+    "sides,task",
     [
-        ("emu_holdout", "emu-no-ld", "emu", "knn-marc-category-body-holdout"),
-        ("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout"),
+        (lambda: held_out_sides("emu_holdout", "emu-no-ld", "emu", KNN_BODY), KNN_BODY),
+        (
+            lambda: held_out_sides("ease_holdout", "simcse-unsup", "ease", "mewsc16-holdout"),
+            "mewsc16-holdout",
+        ),
+        (
+            lambda: per_item_sides(
+                "confirm/jcse.json", "seed{}/minilm-en_unsup", "seed{}/minilm-en_stage1", "jacsts"
+            ),
+            "jacsts",
+        ),
+        (
+            lambda: per_item_sides("confirm/amr.json", "once/muse-m_s", "seed{}/muse-m_concat_norm", "sts17"),
+            "sts17",
+        ),
     ],
+    ids=["emu", "ease", "jcse", "amr"],
 )
-def test_sentkit_compare_recomputes_the_confirmation_from_the_repository(
-    folder, a, b, task, tmp_path, monkeypatch
-):
-    """The page's command, as a user runs it from a clone: the comparison it writes is the stored one."""
+def test_sentkit_compare_recomputes_each_confirmation_from_the_repository(sides, task, tmp_path, monkeypatch):
+    """The page's commands, as a user runs them from a clone: the comparison is the stored one."""
     from sentkit.cli import main
 
     monkeypatch.chdir(ROOT)
-    root = Path("docs/results/confirm") / folder
+    a, b, stored = sides()
     out = tmp_path / "compare.json"
-    assert main(["compare", "--a", str(root / a), "--b", str(root / b), "--out", str(out)]) == 0
+    assert main(["compare", "--a", *map(str, a), "--b", *map(str, b), "--out", str(out)]) == 0
     fresh = json.loads(out.read_text(encoding="utf-8"))["tasks"][task]["scores"]["main_score"]
-    stored = load(f"confirm/{folder}/compare.json")["tasks"][task]["scores"]["main_score"]
+    assert fresh["seeds"] == 5
     for key in ("delta", "ci", "p_value", "detectable", "deltas"):
         assert fresh[key] == pytest.approx(stored[key], rel=1e-9, abs=1e-12), key
-
-
-@pytest.mark.parametrize(
-    "name,a,b,task",
-    [
-        ("confirm/jcse.json", "seed{}/minilm-en_unsup", "seed{}/minilm-en_stage1", "jacsts"),
-        ("confirm/amr.json", "once/muse-m_s", "seed{}/muse-m_concat_norm", "sts17"),
-    ],
-)
-def test_sentkit_compare_recomputes_jcse_and_amr_from_their_per_item_folders(
-    name, a, b, task, tmp_path, monkeypatch
-):
-    """The page's commands for the two confirmations run on the per-item folders: one evaluation per seed
-    and side (AMR's text-only baseline is scored once, the untrained start of every pair); the comparison
-    is the main claim's record in the example's results file."""
-    from sentkit.cli import main
-
-    monkeypatch.chdir(ROOT)
-    evals = Path("docs/results") / Path(per_item_folders()[name]).parent / "evals"
-    seeds = load(name)["seeds"]
-    sides = [sorted({str(evals / side.format(s)) for s in seeds}) for side in (a, b)]
-    out = tmp_path / "compare.json"
-    assert main(["compare", "--a", *sides[0], "--b", *sides[1], "--out", str(out)]) == 0
-    fresh = json.loads(out.read_text(encoding="utf-8"))["tasks"][task]["scores"]["main_score"]
-    claim = next(c for c in load(name)["summary"]["claims"] if "(main claim)" in c["says"])
-    row = claim["tasks"][task]
-    assert fresh["seeds"] == len(seeds) == 5
-    assert fresh["delta"] == pytest.approx(row["pooled"]["delta"], rel=1e-9, abs=1e-12)
-    assert fresh["deltas"] == pytest.approx(row["pooled"]["deltas"], rel=1e-9, abs=1e-12)
-    for key in ("ci", "p_value", "detectable"):
-        assert fresh[key] == pytest.approx(row["seed_aware"][key], rel=1e-9, abs=1e-12), key
