@@ -48,8 +48,9 @@ CONFIRM = (
     "confirm/emu_50_54.json",
     "confirm/ease_50_54.json",
 )
-# a results file -> the results.json of its per-item folder: the same command run again (capped at the
-# recorded host's instruction set, docs/seeds.md#repeating-a-run-to-the-last-digit), every score the same
+# a results file -> the results.json of its per-item folder: the same command run again with the recorded
+# host's kernels (capped to them where the host differs: docs/seeds.md#repeating-a-run-to-the-last-digit),
+# every score the same
 ITEMS = {
     "jcse_minilm.json": "jcse_minilm_items/results.json",
     "confirm/jcse.json": "confirm/jcse_items/results.json",

@@ -67,3 +67,11 @@ def test_the_xnli_accuracies_are_the_recorded_run_and_a_run_without_the_openblas
         in PAGE
     )
     assert avx2 != avx512
+
+
+def test_the_jcse_development_run_scored_its_start_as_avx512_kernels_do():
+    recorded = json.loads((ROOT / "docs/results/jcse_minilm.json").read_text(encoding="utf-8"))
+    start = recorded["scored"]["once"]["minilm-en/direct"]["scores"]["jacsts"]["main_score"]
+    assert start == only_results("minilm-en_jacsts_uncapped")["tasks"]["jacsts"]["main_score"]
+    results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    assert f"JAC-STS score, {start:.5f}, is the AVX-512 one" in results
