@@ -288,9 +288,12 @@ def main(argv=None) -> None:
         record["files"][name] = judged
         rows = {key: Row(**row) for key, row in json.loads(path.read_text(encoding="utf-8"))["rows"].items()}
         table = path.with_suffix(".md") if name in CONFIRM else args.results / "tables" / f"{path.stem}.md"
-        note = MULTIPLICITY if name in CONFIRM or items else f"{APPROXIMATION}\n\n{MULTIPLICITY}"
-        if items is not None and name not in CONFIRM:
-            note = f"{FROM_ITEMS.format(folder=Path(ITEMS[name]).parent)}\n\n{note}"
+        if name in CONFIRM:
+            note = MULTIPLICITY
+        elif items is not None:
+            note = f"{FROM_ITEMS.format(folder=Path(ITEMS[name]).parent)}\n\n{MULTIPLICITY}"
+        else:
+            note = f"{APPROXIMATION}\n\n{MULTIPLICITY}"
         rewrite_section(table, against_baseline_markdown(claims, rows, note=note))
         print(f"{path}: {len(judged)} rows -> {table}")
     record["ten_seeds"] = ten_seeds(args.results)

@@ -59,23 +59,19 @@ def test_machine_info_records_an_instruction_set_cap_and_the_kernels_torch_then_
     """A run capped below its CPU (docs/seeds.md) says so: the cap's variable and torch's kernel level."""
     script = "import json; from sentkit.provenance import machine_info; print(json.dumps(machine_info()))"
     env = {k: v for k, v in os.environ.items() if k not in ISA_CAPS}
-    plain = json.loads(
-        subprocess.run(
-            [sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True
-        ).stdout
-    )
+
+    def machine_in(extra: dict) -> dict:
+        run = subprocess.run(
+            [sys.executable, "-c", script], env={**env, **extra}, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout)
+
+    plain, capped = machine_in({}), machine_in({"ATEN_CPU_CAPABILITY": "default"})
     assert "isa_caps" not in plain
-    capped = subprocess.run(
-        [sys.executable, "-c", script],
-        env={**env, "ATEN_CPU_CAPABILITY": "default"},
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    capped = json.loads(capped)
+    assert plain["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert capped["isa_caps"] == {"ATEN_CPU_CAPABILITY": "default"}
     assert capped["torch_cpu_capability"] == "DEFAULT"  # no vector kernels at all: lower than any x86 host's
-    assert plain["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 _VNNI_HOST = """processor\t: 0

@@ -923,10 +923,10 @@ def per_item_sides(name: str, a: str, b: str, task: str) -> tuple[list[Path], li
     """An example's per-item folder, one evaluation folder per seed and side (a row scored once is the
     untrained start of every pair), and the main claim's record in the example's results file."""
     evals = Path("docs/results") / Path(per_item_folders()[name]).parent / "evals"
-    a_side, b_side = ([evals / side.format(s) for s in dict.fromkeys(load(name)["seeds"])] for side in (a, b))
+    a_side, b_side = (sorted({evals / side.format(s) for s in load(name)["seeds"]}) for side in (a, b))
     row = next(c for c in load(name)["summary"]["claims"] if "(main claim)" in c["says"])["tasks"][task]
     record = {**row["pooled"], **{k: row["seed_aware"][k] for k in ("ci", "p_value", "detectable")}}
-    return sorted(set(a_side)), sorted(set(b_side)), record
+    return a_side, b_side, record
 
 
 @pytest.mark.parametrize(
