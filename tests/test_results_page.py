@@ -833,16 +833,13 @@ def test_every_confirmation_recomputes_from_the_repository():
 
 
 @pytest.mark.parametrize("name", ["confirm/jcse.json", "confirm/amr.json"])
-def test_a_confirmations_per_item_folder_recomputes_every_claim_it_records(name, monkeypatch):
+def test_a_confirmations_per_item_folder_recomputes_every_claim_it_records(name):
     """The example's seed-aware records, computed from the per-item values it had when it ran, are what
     the committed per-item values give again: every claim and task, the primary one included."""
-    monkeypatch.syspath_prepend(str(ROOT / "examples"))
-    from rejudge_docs import same_scores
-    from seeds import rejudge
-
-    rerun = RESULTS / per_item_folders()[name]
-    same_scores(RESULTS / name, rerun)
-    fresh = {(r["method"], r["baseline"], r["task"]): r for r in rejudge(rerun)}
+    module = rejudge_docs()  # its `rejudge` is examples/seeds.py's
+    rerun = RESULTS / module.ITEMS[name]
+    module.same_scores(RESULTS / name, rerun)
+    fresh = {(r["method"], r["baseline"], r["task"]): r for r in module.rejudge(rerun)}
     claims = load(name)["summary"]["claims"]
     assert len(fresh) == sum(len(c["tasks"]) for c in claims) > 0
     for claim in claims:
