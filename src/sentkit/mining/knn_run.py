@@ -73,15 +73,16 @@ def knn_direction(
             work.put(direction, "training", training)
         info |= training
     timings["open_s"] = 0.0
-    opened = []
+    opened = False
 
     def ready() -> None:
         """The engine holds this direction's keys (opened at the first search: a direction a stopped run
         finished is not opened again)."""
+        nonlocal opened
         if not opened:
             start = time.perf_counter()
             engine.open(keys, plan, trained)
-            opened.append(True)
+            opened = True
             timings["open_s"] = round(time.perf_counter() - start, 2)
 
     exact_sample = None
