@@ -53,6 +53,7 @@ CONFIRM = (
 # every score the same
 ITEMS = {
     "jcse_minilm.json": "jcse_minilm_items/results.json",
+    "amr_retrofit.json": "amr_retrofit_items/results.json",
     "confirm/jcse.json": "confirm/jcse_items/results.json",
     "confirm/amr.json": "confirm/amr_items/results.json",
 }
@@ -250,6 +251,35 @@ def ten_seeds(results: Path) -> dict:
     return rows
 
 
+def approximation_check(results: Path) -> dict:
+    """How far the summary approximation (APPROXIMATION) lands from the per-item values, on every file that
+    has both (ITEMS): each row's seed-aware CI ends, p-value and detectable difference judged both ways,
+    the largest absolute gap of each (the detectable difference's also relative to its exact value), and
+    the rows whose verdict differs."""
+    gaps = {"ci_end": 0.0, "p_value": 0.0, "detectable": 0.0, "detectable_relative": 0.0}
+    differ, rows = [], 0
+    for name, folder in ITEMS.items():
+        path = results / name
+        claims = current_claims(json.loads(path.read_text(encoding="utf-8")))
+        exact = {(r["method"], r["baseline"], r["task"]): r for r in rejudge(results / folder, claims)}
+        for row in rejudge(path, claims):
+            key = (row["method"], row["baseline"], row["task"])
+            truth, rows = exact[key], rows + 1
+            assert row["source"] == "summary" and truth["source"] == "items", key
+            a, b = row["seed_aware"], truth["seed_aware"]
+            gaps["ci_end"] = max(gaps["ci_end"], *(abs(x - y) for x, y in zip(a["ci"], b["ci"])))
+            gaps["p_value"] = max(gaps["p_value"], abs(a["p_value"] - b["p_value"]))
+            gap = abs(a["detectable"] - b["detectable"])
+            gaps["detectable"] = max(gaps["detectable"], gap)
+            if b["detectable"] > 0:
+                gaps["detectable_relative"] = max(gaps["detectable_relative"], gap / b["detectable"])
+            if row["verdict"] != truth["verdict"]:
+                differ.append(
+                    {"file": name, "row": list(key), "summary": row["verdict"], "items": truth["verdict"]}
+                )
+    return {"files": list(ITEMS), "rows": rows, "largest_gap": gaps, "verdicts_differ": differ}
+
+
 def rewrite_section(table: Path, section: str) -> None:
     """Replace the "## Against the baseline" section of a table.md (up to the next "## " heading)."""
     text = table.read_text(encoding="utf-8")
@@ -298,6 +328,7 @@ def main(argv=None) -> None:
         print(f"{path}: {len(judged)} rows -> {table}")
     record["ten_seeds"] = ten_seeds(args.results)
     record["suggestive_no_effect"] = rate_table(NULL_RATIOS, NULL_SEEDS)
+    record["approximation_check"] = approximation_check(args.results)
     out = args.results / "verdicts.json"
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}")

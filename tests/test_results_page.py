@@ -816,7 +816,12 @@ def test_every_confirmation_recomputes_from_the_repository():
     items = per_item_folders()
     # the kernels each rerun ran (capped to the recorded AVX2 host's, or the AVX-512 ones of the host
     # the development run used: docs/seeds.md)
-    kernels = {"confirm/jcse.json": "AVX2", "confirm/amr.json": "AVX2", "jcse_minilm.json": "AVX512"}
+    kernels = {
+        "confirm/jcse.json": "AVX2",
+        "confirm/amr.json": "AVX2",
+        "jcse_minilm.json": "AVX512",
+        "amr_retrofit.json": "AVX512",
+    }
     assert set(items) == set(kernels)
     for name in kernels:
         rerun = RESULTS / items[name]
@@ -853,6 +858,47 @@ def test_a_confirmations_per_item_folder_recomputes_every_claim_it_records(name)
                             task,
                             key,
                         )
+
+
+def test_the_approximations_distance_from_the_per_item_values_is_what_verdicts_json_measures():
+    """The development-run paragraph's bound on the summary approximation: the largest gaps over every
+    file that has per-item values (rounded up to the digits printed), and no verdict differs."""
+    import math
+
+    check = load("verdicts.json")["approximation_check"]
+    gap = check["largest_gap"]
+    assert set(check["files"]) == set(per_item_folders()) and check["verdicts_differ"] == []
+
+    def up(value: float, digits: int) -> str:
+        return f"{math.ceil(value * 10**digits) / 10**digits:.{digits}f}"
+
+    text = (
+        f"On the {check['rows']} rows of the four runs that have both, the approximation's seed-aware CI ends "
+        f"lie within {up(gap['ci_end'], 2)} points of the per-item ones, its p-values within "
+        f"{up(gap['p_value'], 3)} and its detectable differences within {up(100 * gap['detectable_relative'], 1)}%, "
+        "and no verdict differs"
+    )
+    assert len(check["files"]) == 4 and text in " ".join(PAGE.read_text(encoding="utf-8").split())
+
+
+def test_the_lab_note_on_the_gpu_runs_quotes_their_files():
+    """Why the GPU development runs keep the approximation: their environment, and the start model's score
+    there against the CPU's, as the files record them."""
+    note = " ".join((ROOT / "docs" / "lab" / "evaluation.md").read_text(encoding="utf-8").split())
+    for name in ("emu.json", "ease.json", "jcse_e5.json"):
+        data = load(name)
+        assert data["machine"]["cuda"] == "NVIDIA H200" and f"`{name}`" in note
+        assert (data["versions"]["torch"], data["versions"]["transformers"]) == ("2.11.0", "5.17.0")
+    gpu, cpu = (
+        load(name)["scored"]["once"]["e5-small-m/direct"]["scores"]
+        for name in ("jcse_e5.json", "jcse_e5_lr1e-5.json")
+    )
+    assert load("jcse_e5_lr1e-5.json")["machine"]["cuda"] is None
+    assert gpu["qabot"]["main_score"] == cpu["qabot"]["main_score"]
+    assert (
+        f"e5-small-m scores JAC-STS {gpu['jacsts']['main_score']!r} in `jcse_e5.json` and "
+        f"{cpu['jacsts']['main_score']!r} in `jcse_e5_lr1e-5.json` (CPU), QAbot {gpu['qabot']['main_score']!r} in both"
+    ) in note
 
 
 def test_a_per_item_folder_that_scored_differently_is_refused(tmp_path):
