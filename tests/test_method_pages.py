@@ -60,9 +60,7 @@ def problems(row: str, rows: list[dict]) -> list[str]:
     """What in one table row is not in the results file's rows (empty: nothing)."""
     wrong = []
     cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
-    primary = (
-        next(r for r in rows if r["role"] == "primary") if any(r["role"] == "primary" for r in rows) else None
-    )
+    primary = next((r for r in rows if r["role"] == "primary"), None)
     for cell in cells:
         if not WORD.search(cell):
             continue
