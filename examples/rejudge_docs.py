@@ -54,6 +54,7 @@ CONFIRM = (
 ITEMS = {
     "jcse_minilm.json": "jcse_minilm_items/results.json",
     "amr_retrofit.json": "amr_retrofit_items/results.json",
+    "jcse_e5_lr1e-5.json": "jcse_e5_lr1e-5_items/results.json",
     "confirm/jcse.json": "confirm/jcse_items/results.json",
     "confirm/amr.json": "confirm/amr_items/results.json",
 }

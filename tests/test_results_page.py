@@ -821,6 +821,7 @@ def test_every_confirmation_recomputes_from_the_repository():
         "confirm/amr.json": "AVX2",
         "jcse_minilm.json": "AVX512",
         "amr_retrofit.json": "AVX512",
+        "jcse_e5_lr1e-5.json": "AVX512",
     }
     assert set(items) == set(kernels)
     for name in kernels:
@@ -873,12 +874,12 @@ def test_the_approximations_distance_from_the_per_item_values_is_what_verdicts_j
         return f"{math.ceil(value * 10**digits) / 10**digits:.{digits}f}"
 
     text = (
-        f"On the {check['rows']} rows of the four runs that have both, the approximation's seed-aware CI ends "
+        f"On the {check['rows']} rows of the five runs that have both, the approximation's seed-aware CI ends "
         f"lie within {up(gap['ci_end'], 2)} points of the per-item ones, its p-values within "
         f"{up(gap['p_value'], 3)} and its detectable differences within {up(100 * gap['detectable_relative'], 1)}%, "
         "and no verdict differs"
     )
-    assert len(check["files"]) == 4 and text in " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert len(check["files"]) == 5 and text in " ".join(PAGE.read_text(encoding="utf-8").split())
 
 
 def test_the_lab_note_on_the_gpu_runs_quotes_their_files():
