@@ -266,7 +266,8 @@ def approximation_check(results: Path) -> dict:
         for row in rejudge(path, claims):
             key = (row["method"], row["baseline"], row["task"])
             truth, rows = exact[key], rows + 1
-            assert row["source"] == "summary" and truth["source"] == "items", key
+            if (row["source"], truth["source"]) != ("summary", "items"):
+                raise SystemExit(f"{name}: {key} is not judged from the summary and from {folder}'s items")
             a, b = row["seed_aware"], truth["seed_aware"]
             gaps["ci_end"] = max(gaps["ci_end"], *(abs(x - y) for x, y in zip(a["ci"], b["ci"])))
             gaps["p_value"] = max(gaps["p_value"], abs(a["p_value"] - b["p_value"]))
