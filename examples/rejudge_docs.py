@@ -252,17 +252,17 @@ def ten_seeds(results: Path) -> dict:
     return rows
 
 
-def approximation_check(results: Path) -> dict:
+def approximation_check(results: Path, judged: dict[str, list[dict]]) -> dict:
     """How far the summary approximation (APPROXIMATION) lands from the per-item values, on every file that
-    has both (ITEMS): each row's seed-aware CI ends, p-value and detectable difference judged both ways,
-    the largest absolute gap of each (the detectable difference's also relative to its exact value), and
-    the rows whose verdict differs."""
+    has both (ITEMS), whose rows `judged` holds as `main` judged them from those values: each row's
+    seed-aware CI ends, p-value and detectable difference, the largest absolute gap of each (the detectable
+    difference's also relative to its exact value), and the rows whose verdict differs."""
     gaps = {"ci_end": 0.0, "p_value": 0.0, "detectable": 0.0, "detectable_relative": 0.0}
     differ, rows = [], 0
     for name, folder in ITEMS.items():
         path = results / name
         claims = current_claims(json.loads(path.read_text(encoding="utf-8")))
-        exact = {(r["method"], r["baseline"], r["task"]): r for r in rejudge(results / folder, claims)}
+        exact = {(r["method"], r["baseline"], r["task"]): r for r in judged[name]}
         for row in rejudge(path, claims):
             key = (row["method"], row["baseline"], row["task"])
             truth, rows = exact[key], rows + 1
@@ -330,7 +330,7 @@ def main(argv=None) -> None:
         print(f"{path}: {len(judged)} rows -> {table}")
     record["ten_seeds"] = ten_seeds(args.results)
     record["suggestive_no_effect"] = rate_table(NULL_RATIOS, NULL_SEEDS)
-    record["approximation_check"] = approximation_check(args.results)
+    record["approximation_check"] = approximation_check(args.results, record["files"])
     out = args.results / "verdicts.json"
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}")
