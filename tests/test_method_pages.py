@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sentkit.stats.seeds import format_p
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "docs" / "methods" / f"{name}.md" for name in ("emu", "ease", "jcse", "amr")]
 VERDICTS = ROOT / "docs" / "results" / "verdicts.json"
@@ -36,10 +38,6 @@ def tables(text: str) -> list[tuple[str | None, list[str]]]:
                 body.append(row)
             found.append((marked.group(1) if marked else None, body))
     return found
-
-
-def p_text(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def rate(cell: str) -> str | None:
@@ -70,7 +68,7 @@ def problems(row: str, rows: list[dict]) -> list[str]:
                 matches = [
                     r
                     for r in rows
-                    if "holm" in r and (r["holm"]["verdict"], p_text(r["holm"]["p"])) == (said, p)
+                    if "holm" in r and (r["holm"]["verdict"], format_p(r["holm"]["p"])) == (said, p)
                 ]
                 if not matches:
                     wrong.append(f"no exploratory row is {said} at Holm p {p}: {cell!r}")
@@ -91,7 +89,7 @@ def problems(row: str, rows: list[dict]) -> list[str]:
         if not any(
             f"{r['seed_aware']['ci'][0]:+.2f}" == lo
             and f"{r['seed_aware']['ci'][1]:+.2f}" == hi
-            and p_text(r["seed_aware"]["p_value"]) == p
+            and format_p(r["seed_aware"]["p_value"]) == p
             for r in rows
         ):
             wrong.append(f"no row has the seed-aware interval [{lo}, {hi}], p {p}")
